@@ -1,0 +1,127 @@
+# edgelock: a thin wrapper over CMake. The two commands a newcomer needs:
+#   make demo   - the main job, on local redis-servers it starts itself
+#   make test   - everything CI runs
+# Both install what is missing first (make deps). Build trees live in build/.
+
+BUILD        ?= build
+JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD_TYPE   ?= RelWithDebInfo
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 20
+CMAKE_ARGS   ?=
+
+HOST    := $(BUILD)/host
+AARCH64 := $(BUILD)/aarch64
+ARMHF   := $(BUILD)/armhf
+FUZZ    := $(BUILD)/fuzz
+
+# Sources clang-format checks: everything we wrote, nothing generated.
+FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null || \
+                 find include src port tests examples -name '*.[ch]pp')
+
+.PHONY: all build deps test host-build test-host fuzz-build test-aarch64 test-armhf check-freestanding \
+        check-package check-format format fuzz fuzz-smoke cross-aarch64 cross-armhf \
+        bench demo clean
+
+all: build
+
+build:
+	cmake -S . -B $(HOST) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+	cmake --build $(HOST) -j $(JOBS)
+
+deps:
+	@sh tests/tools/deps.sh
+
+# --- make test: every check, in the order cheapest failure first -------------
+test: deps
+	@$(MAKE) --no-print-directory check-format
+	@$(MAKE) --no-print-directory test-host
+	@$(MAKE) --no-print-directory check-freestanding
+	@$(MAKE) --no-print-directory check-package
+	@$(MAKE) --no-print-directory test-aarch64
+	@$(MAKE) --no-print-directory test-armhf
+	@$(MAKE) --no-print-directory fuzz-smoke
+	@sh tests/tools/core_size.sh
+	@echo "make test: all checks passed"
+
+host-build:
+	@echo "== host: build with -Werror"
+	cmake -S . -B $(HOST) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DEDGELOCK_WERROR=ON $(CMAKE_ARGS)
+	cmake --build $(HOST) -j $(JOBS)
+
+test-host: host-build
+	@echo "== host: unit tests"
+	ctest --test-dir $(HOST) --output-on-failure -j $(JOBS)
+
+test-aarch64: cross-aarch64
+	@echo "== aarch64: unit tests under qemu-aarch64"
+	ctest --test-dir $(AARCH64) --output-on-failure -j $(JOBS)
+
+test-armhf: cross-armhf
+	@echo "== armhf (32-bit): unit tests under qemu-arm"
+	ctest --test-dir $(ARMHF) --output-on-failure -j $(JOBS)
+
+cross-aarch64:
+	@echo "== aarch64: static cross build"
+	cmake -S . -B $(AARCH64) -DCMAKE_TOOLCHAIN_FILE=toolchains/aarch64-linux-gnu.cmake \
+	    -DEDGELOCK_STATIC=ON -DEDGELOCK_WERROR=ON -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+	cmake --build $(AARCH64) -j $(JOBS)
+
+cross-armhf:
+	@echo "== armhf: static cross build"
+	cmake -S . -B $(ARMHF) -DCMAKE_TOOLCHAIN_FILE=toolchains/arm-linux-gnueabihf.cmake \
+	    -DEDGELOCK_STATIC=ON -DEDGELOCK_WERROR=ON -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+	cmake --build $(ARMHF) -j $(JOBS)
+
+check-freestanding:
+	@echo "== core: freestanding compile (arm-none-eabi)"
+	@sh tests/tools/check_freestanding.sh
+
+check-package: host-build
+	@echo "== packaging: install, then find_package / add_subdirectory / pkg-config consumers"
+	@sh tests/tools/check_package.sh $(HOST) $(BUILD)/package
+
+check-format:
+	@echo "== clang-format"
+	@clang-format --dry-run -Werror $(FORMAT_FILES)
+
+format:
+	clang-format -i $(FORMAT_FILES)
+
+# --- fuzzing (clang, libFuzzer + ASan + UBSan) --------------------------------
+$(FUZZ)/.configured:
+	cmake -S . -B $(FUZZ) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+	    -DEDGELOCK_FUZZ=ON -DEDGELOCK_TESTS=OFF -DEDGELOCK_BENCH=OFF \
+	    -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_INSTALL=OFF -DEDGELOCK_WERROR=ON $(CMAKE_ARGS)
+	@touch $@
+
+fuzz-build: $(FUZZ)/.configured
+	cmake --build $(FUZZ) -j $(JOBS)
+
+# Long run; new interesting inputs are kept in tests/fuzz/corpus/.
+fuzz: fuzz-build
+	bash tests/tools/run_fuzz.sh $(FUZZ) $(FUZZ_SECONDS) keep
+
+# Short run for make test; leaves the corpus untouched.
+fuzz-smoke: fuzz-build
+	@echo "== fuzz: $(FUZZ_SMOKE_SECONDS)s per target"
+	bash tests/tools/run_fuzz.sh $(FUZZ) $(FUZZ_SMOKE_SECONDS)
+
+# --- benchmarks ------------------------------------------------------------------
+bench:
+	cmake -S . -B $(BUILD)/bench -DCMAKE_BUILD_TYPE=Release -DEDGELOCK_TESTS=OFF $(CMAKE_ARGS)
+	cmake --build $(BUILD)/bench -j $(JOBS)
+	@for b in $(BUILD)/bench/tests/bench/bench_*; do [ -x "$$b" ] && "$$b"; done
+	@sh tests/tools/core_size.sh
+
+# --- the demo (placeholder until the agent lands) -----------------------------
+demo: deps build
+	@echo "edgelock demo: the lock agent is not built yet."
+	@echo "When it is, this starts three local redis-server nodes on free loopback ports,"
+	@echo "runs several 'edgelock run' agents contending for one job key, prints a timeline"
+	@echo "of who held the lock (with fencing tokens), pauses a node majority to show a"
+	@echo "lost lock stopping its job, and stops the servers. For now, the codec:"
+	@$(HOST)/examples/resp_roundtrip
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,29 @@
+#!/bin/sh
+# check_package.sh HOST_BUILD_DIR WORK_DIR
+# Installs the host build into WORK_DIR/prefix and builds and runs a consumer
+# three ways: find_package(edgelock CONFIG), add_subdirectory, pkg-config.
+set -eu
+build=$1
+work=$2
+src=$(pwd)
+rm -rf "$work"
+mkdir -p "$work"
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+
+cmake -S tests/package/find_package -B "$work/find_package" \
+    -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/find_package" >/dev/null
+"$work/find_package/consumer"
+
+cmake -S tests/package/add_subdirectory -B "$work/add_subdirectory" \
+    -DEDGELOCK_SOURCE_DIR="$src" >/dev/null
+cmake --build "$work/add_subdirectory" >/dev/null
+"$work/add_subdirectory/consumer"
+
+PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --exists edgelock
+# shellcheck disable=SC2046
+${CXX:-c++} -std=c++17 -fno-exceptions -fno-rtti -Wall -Wextra -Werror \
+    tests/package/consumer.cpp -o "$work/pkg_config_consumer" \
+    $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs edgelock)
+"$work/pkg_config_consumer"
+echo "package: find_package, add_subdirectory and pkg-config consumers build and run"

@@ -1,0 +1,47 @@
+#!/bin/sh
+# Installs, from Debian's packages, whatever building and testing edgelock
+# needs and the machine lacks. The library itself needs only a C++17 compiler
+# and POSIX sockets; everything here is for the tests, the cross builds and the
+# fuzzer. Extra package names may be given as arguments (`make bench` adds its
+# own). As root (or with password-less sudo) it installs; otherwise it prints
+# the exact command and stops.
+set -eu
+
+PACKAGES="cmake make g++ pkg-config catch2 redis-server
+g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
+gcc-arm-none-eabi libstdc++-arm-none-eabi-dev libnewlib-arm-none-eabi
+clang libclang-rt-dev clang-format $*"
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "edgelock deps: not a Debian-like system; make sure these (or equivalents) are installed:" >&2
+    echo "  $(echo $PACKAGES)" >&2
+    exit 0
+fi
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "edgelock deps: all installed"
+    exit 0
+fi
+
+echo "edgelock deps: missing:$missing"
+if [ "$(id -u)" -eq 0 ]; then
+    sudo=""
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo="sudo"
+else
+    echo "edgelock deps: not root and no password-less sudo; run this, then retry:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+# shellcheck disable=SC2086
+$sudo apt-get install -y -q $missing
