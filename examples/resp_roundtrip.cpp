@@ -14,8 +14,8 @@ int main() {
     // SET job:nightly <token> NX PX 30000, into a caller-owned buffer.
     char out[128];
     const decimal_arg ttl(30000);
-    const str_view args[] = {"SET", "job:nightly", "6f1c0e3a9b2d4c5e8f7a6b5c4d3e2f1a", "NX", "PX",
-                             ttl.view()};
+    const str_view args[] = {"SET", "job:nightly", "6f1c0e3a9b2d4c5e8f7a6b5c4d3e2f1a",
+                             "NX",  "PX",          ttl.view()};
     const resp_encoded cmd = resp_encode_command(out, sizeof out, args, 6);
     if (cmd.error != resp_encode_errc::ok) {
         std::fprintf(stderr, "encode: %s\n", describe(cmd.error));
@@ -24,8 +24,9 @@ int main() {
     std::printf("command: %zu bytes\n", cmd.size);
 
     // Replies arrive in arbitrary pieces; the decoder resumes where it stopped.
-    const char wire[] = "+OK\r\n$-1\r\n-NOSCRIPT No matching script. Please use EVAL.\r\n"
-                        "%1\r\n$5\r\nproto\r\n:3\r\n";
+    const char wire[] =
+        "+OK\r\n$-1\r\n-NOSCRIPT No matching script. Please use EVAL.\r\n"
+        "%1\r\n$5\r\nproto\r\n:3\r\n";
     const std::size_t total = sizeof wire - 1;
     resp_decoder decoder;
     resp_node nodes[8];

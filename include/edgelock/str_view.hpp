@@ -42,7 +42,9 @@ constexpr bool operator==(str_view a, str_view b) noexcept {
     return true;
 }
 
-constexpr bool operator!=(str_view a, str_view b) noexcept { return !(a == b); }
+constexpr bool operator!=(str_view a, str_view b) noexcept {
+    return !(a == b);
+}
 
 // ASCII case-insensitive comparison (RESP error codes and HELLO keys).
 constexpr bool equals_icase(str_view a, str_view b) noexcept {

@@ -45,19 +45,45 @@ constexpr duration operator-(duration a, duration b) noexcept {
     return duration{a.us > b.us ? a.us - b.us : 0};
 }
 
-constexpr bool operator==(instant a, instant b) noexcept { return a.us == b.us; }
-constexpr bool operator!=(instant a, instant b) noexcept { return a.us != b.us; }
-constexpr bool operator<(instant a, instant b) noexcept { return a.us < b.us; }
-constexpr bool operator<=(instant a, instant b) noexcept { return a.us <= b.us; }
-constexpr bool operator>(instant a, instant b) noexcept { return a.us > b.us; }
-constexpr bool operator>=(instant a, instant b) noexcept { return a.us >= b.us; }
-constexpr bool operator==(duration a, duration b) noexcept { return a.us == b.us; }
-constexpr bool operator!=(duration a, duration b) noexcept { return a.us != b.us; }
-constexpr bool operator<(duration a, duration b) noexcept { return a.us < b.us; }
-constexpr bool operator<=(duration a, duration b) noexcept { return a.us <= b.us; }
-constexpr bool operator>(duration a, duration b) noexcept { return a.us > b.us; }
-constexpr bool operator>=(duration a, duration b) noexcept { return a.us >= b.us; }
+constexpr bool operator==(instant a, instant b) noexcept {
+    return a.us == b.us;
+}
+constexpr bool operator!=(instant a, instant b) noexcept {
+    return a.us != b.us;
+}
+constexpr bool operator<(instant a, instant b) noexcept {
+    return a.us < b.us;
+}
+constexpr bool operator<=(instant a, instant b) noexcept {
+    return a.us <= b.us;
+}
+constexpr bool operator>(instant a, instant b) noexcept {
+    return a.us > b.us;
+}
+constexpr bool operator>=(instant a, instant b) noexcept {
+    return a.us >= b.us;
+}
+constexpr bool operator==(duration a, duration b) noexcept {
+    return a.us == b.us;
+}
+constexpr bool operator!=(duration a, duration b) noexcept {
+    return a.us != b.us;
+}
+constexpr bool operator<(duration a, duration b) noexcept {
+    return a.us < b.us;
+}
+constexpr bool operator<=(duration a, duration b) noexcept {
+    return a.us <= b.us;
+}
+constexpr bool operator>(duration a, duration b) noexcept {
+    return a.us > b.us;
+}
+constexpr bool operator>=(duration a, duration b) noexcept {
+    return a.us >= b.us;
+}
 
-constexpr instant earliest(instant a, instant b) noexcept { return a < b ? a : b; }
+constexpr instant earliest(instant a, instant b) noexcept {
+    return a < b ? a : b;
+}
 
 }  // namespace edgelock
