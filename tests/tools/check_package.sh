@@ -3,11 +3,11 @@
 # Installs the host build into WORK_DIR/prefix and builds and runs a consumer
 # three ways: find_package(edgelock CONFIG), add_subdirectory, pkg-config.
 set -eu
-build=$1
-work=$2
+build=$(cd "$1" && pwd)
 src=$(pwd)
-rm -rf "$work"
-mkdir -p "$work"
+rm -rf "$2"
+mkdir -p "$2"
+work=$(cd "$2" && pwd)
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 
 cmake -S tests/package/find_package -B "$work/find_package" \
