@@ -1,0 +1,81 @@
+// Test fixture: a real redis-server on a free loopback port and a unix socket,
+// started for one test and always stopped (destructor; and the kernel kills it
+// if the test process dies first, via PR_SET_PDEATHSIG).
+//
+//   edgelock_test::redis_server srv;          // starts, waits for PING
+//   edgelock_test::redis_client c(srv.port());
+//   REQUIRE(c.command({"SET", "k", "v"}).text == "OK");
+//
+// Servers keep nothing on disk unless asked (--save "" --appendonly no) and
+// work in a private temporary directory removed on stop.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace edgelock_test {
+
+class redis_server {
+public:
+    // extra_args are appended to the command line (e.g. {"--requirepass", "pw"}).
+    explicit redis_server(std::vector<std::string> extra_args = {});
+    ~redis_server();
+    redis_server(const redis_server&) = delete;
+    redis_server& operator=(const redis_server&) = delete;
+
+    std::uint16_t port() const { return port_; }
+    const std::string& unix_path() const { return unix_path_; }
+    pid_t pid() const { return pid_; }
+
+    // SIGKILL and wait; the port stays reserved for restart().
+    void kill();
+    // SIGSTOP / SIGCONT: a server that accepts connections but never answers.
+    void pause();
+    void resume();
+    // Starts again on the same port and socket (after kill()).
+    void restart();
+
+private:
+    void start();
+    void stop();
+
+    std::vector<std::string> extra_args_;
+    std::string dir_;
+    std::string unix_path_;
+    std::uint16_t port_ = 0;
+    pid_t pid_ = -1;
+};
+
+// A reply owned by the test: the decoded node tree copied out of the buffer.
+struct reply {
+    char type = 0;  // the RESP type byte: '+', '-', ':', '$', '*', '%', '_', ...
+    std::string text;
+    long long integer = 0;
+    std::vector<reply> elements;  // maps: key, value, key, value...
+};
+
+// A blocking client for tests, on the project's own codec. Every call has a
+// deadline (seconds); a test never hangs on a silent server.
+class redis_client {
+public:
+    explicit redis_client(std::uint16_t port, double timeout_s = 5.0);
+    explicit redis_client(const std::string& unix_path, double timeout_s = 5.0);
+    ~redis_client();
+    redis_client(const redis_client&) = delete;
+    redis_client& operator=(const redis_client&) = delete;
+
+    reply command(const std::vector<std::string>& args);
+    void send_raw(const std::string& bytes);
+    reply read_reply();
+
+private:
+    int fd_ = -1;
+    double timeout_s_;
+    std::vector<char> buf_;
+    std::size_t start_ = 0;
+};
+
+}  // namespace edgelock_test
