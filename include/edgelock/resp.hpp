@@ -91,7 +91,7 @@ enum class resp_errc : std::uint8_t {
     bad_bulk_end,          // bulk payload not followed by CRLF
     bad_null,              // "_" followed by anything
     bad_boolean,           // "#" not followed by exactly t or f
-    bad_double,            // "," not followed by a number, inf, -inf or nan
+    bad_double,            // "," not followed by a number, or inf or nan (any case, any sign)
     bad_big_number,        // "(" not followed by an optionally signed run of digits
     bad_verbatim,          // verbatim string without a 3-byte format and ':'
     streamed_unsupported,  // RESP3 streamed string or aggregate ($? *? ...)
@@ -103,9 +103,19 @@ enum class resp_errc : std::uint8_t {
 
 const char* describe(resp_errc code) noexcept;
 
-// Runtime limits of a decoder. Defaults come from config.hpp; max_depth above
-// EDGELOCK_RESP_MAX_DEPTH (the capacity of the decoder's stack) is clamped to it.
+// Runtime limits of a decoder. Defaults come from config.hpp. The decoder
+// clamps max_depth to EDGELOCK_RESP_MAX_DEPTH (the capacity of its stack),
+// max_elements to elements_ceiling, and max_bulk and max_line to size_ceiling.
+//
+// Error offsets: a syntax error points at the first byte that cannot continue
+// a valid reply; an overflowing number at the digit that overflows; a length
+// or count above its limit at the length's first digit; too_deep and
+// node_capacity at the element's type byte; line_too_long at the first byte
+// past max_line; a verbatim string too short for its format at its length.
 struct resp_limits {
+    static constexpr std::uint32_t elements_ceiling = 0x3fffffffU;
+    static constexpr std::size_t size_ceiling = 0x7fffffffU;
+
     std::uint32_t max_depth = EDGELOCK_RESP_MAX_DEPTH;
     std::uint32_t max_elements = EDGELOCK_RESP_MAX_ELEMENTS;
     std::size_t max_bulk = EDGELOCK_RESP_MAX_BULK;

@@ -17,12 +17,14 @@ constexpr bool is_digit(char c) noexcept {
     return c >= '0' && c <= '9';
 }
 
-// Parses a length: "-1" (only when allow_null) or one or more digits. Returns
-// false with *err set on malformed input. Values above `limit` are reported
-// as `limit + 1` so the caller can name the limit it broke without the value
-// ever overflowing.
+// Parses a length: "-1" (only when allow_null; *is_null is set) or one or
+// more digits. Returns false with *err set on malformed input. Values above
+// `limit` are reported as `limit + 1`, so the caller can name the limit it
+// broke; limits are clamped below 2^31 (set_limits), so that value fits any
+// size_t.
 bool parse_length(const char* p, std::size_t n, bool allow_null, std::uint64_t limit,
-                  std::int64_t* out, resp_errc* err, std::size_t* err_at) noexcept {
+                  std::uint64_t* out, bool* is_null, resp_errc* err, std::size_t* err_at) noexcept {
+    *is_null = false;
     if (n == 0) {
         *err = resp_errc::bad_length;
         *err_at = 0;
@@ -35,7 +37,8 @@ bool parse_length(const char* p, std::size_t n, bool allow_null, std::uint64_t l
     }
     if (p[0] == '-') {
         if (allow_null && n == 2 && p[1] == '1') {
-            *out = -1;
+            *is_null = true;
+            *out = 0;
             return true;
         }
         // Point at the first byte that departs from "-1" (the only negative
@@ -59,9 +62,7 @@ bool parse_length(const char* p, std::size_t n, bool allow_null, std::uint64_t l
         }
         v = v * 10 + d;
     }
-    // A length must fit the platform's size_t as well as the limit; the limits
-    // are all below 2^31, so clamping here is exact for every comparison.
-    *out = static_cast<std::int64_t>(v > limit ? limit + 1 : v);
+    *out = v > limit ? limit + 1 : v;
     return true;
 }
 
@@ -78,31 +79,31 @@ bool parse_integer(const char* p, std::size_t n, std::int64_t* out, resp_errc* e
         *err_at = i;
         return false;
     }
-    // Accumulate as a negative number: its range includes INT64_MIN.
-    std::int64_t v = 0;
+    // Magnitude in unsigned arithmetic against the bound for this sign, so the
+    // overflow is caught at the digit that causes it.
+    const std::uint64_t max = negative ? std::uint64_t{1} << 63 : (std::uint64_t{1} << 63) - 1;
+    std::uint64_t v = 0;
     for (; i < n; ++i) {
         if (!is_digit(p[i])) {
             *err = resp_errc::bad_integer;
             *err_at = i;
             return false;
         }
-        const std::int64_t d = p[i] - '0';
-        if (v < (INT64_MIN + d) / 10) {
+        const auto d = static_cast<std::uint64_t>(p[i] - '0');
+        if (v > (max - d) / 10) {
             *err = resp_errc::integer_overflow;
             *err_at = i;
             return false;
         }
-        v = v * 10 - d;
+        v = v * 10 + d;
     }
     if (!negative) {
-        if (v == INT64_MIN) {
-            *err = resp_errc::integer_overflow;
-            *err_at = n - 1;
-            return false;
-        }
-        v = -v;
+        *out = static_cast<std::int64_t>(v);
+    } else if (v == max) {
+        *out = INT64_MIN;
+    } else {
+        *out = -static_cast<std::int64_t>(v);
     }
-    *out = v;
     return true;
 }
 
@@ -123,9 +124,17 @@ bool check_double(const char* p, std::size_t n, std::size_t* bad) noexcept {
     if (i < n && (p[i] == '-' || p[i] == '+')) {
         ++i;
     }
-    if (equals_icase(str_view(p + i, n - i), "inf") ||
-        equals_icase(str_view(p + i, n - i), "nan")) {
-        return true;
+    if (i < n && (p[i] == 'i' || p[i] == 'I' || p[i] == 'n' || p[i] == 'N')) {
+        // inf or nan, in any case; point at the first byte that departs.
+        const char* word = (p[i] == 'i' || p[i] == 'I') ? "inf" : "nan";
+        for (std::size_t k = 0; k < 3; ++k, ++i) {
+            if (i >= n || (p[i] | 0x20) != word[k]) {
+                *bad = i;
+                return false;
+            }
+        }
+        *bad = i;
+        return i == n;
     }
     std::size_t run = digit_run(p + i, n - i);
     if (run == 0) {
@@ -220,6 +229,16 @@ void resp_decoder::set_limits(const resp_limits& limits) noexcept {
     limits_ = limits;
     if (limits_.max_depth > EDGELOCK_RESP_MAX_DEPTH) {
         limits_.max_depth = EDGELOCK_RESP_MAX_DEPTH;
+    }
+    // Upper bounds that keep every length comparison exact on 32-bit targets.
+    if (limits_.max_elements > resp_limits::elements_ceiling) {
+        limits_.max_elements = resp_limits::elements_ceiling;
+    }
+    if (limits_.max_bulk > resp_limits::size_ceiling) {
+        limits_.max_bulk = resp_limits::size_ceiling;
+    }
+    if (limits_.max_line > resp_limits::size_ceiling) {
+        limits_.max_line = resp_limits::size_ceiling;
     }
 }
 
@@ -394,19 +413,21 @@ resp_result resp_decoder::decode(const char* data, std::size_t size, resp_node* 
         case '$':
         case '!':
         case '=': {
-            std::int64_t len = 0;
-            if (!parse_length(text, text_len, t == '$', limits_.max_bulk, &len, &err, &err_at)) {
+            std::uint64_t len = 0;
+            bool is_null = false;
+            if (!parse_length(text, text_len, t == '$', limits_.max_bulk, &len, &is_null, &err,
+                              &err_at)) {
                 return fail(err, line + err_at);
             }
-            if (len < 0) {
+            if (is_null) {
                 node.type = resp_type::null;
                 break;
             }
-            const auto n = static_cast<std::size_t>(len);
-            if (n > limits_.max_bulk) {
+            if (len > limits_.max_bulk) {
                 return fail(resp_errc::bulk_too_long, line);
             }
-            const std::size_t payload = cr + 2;  // <= size, checked above
+            const auto n = static_cast<std::size_t>(len);  // <= 2^31 - 1
+            const std::size_t payload = cr + 2;            // <= size, checked above
             if (size - payload < n + 2) {
                 // Keep scan_ at this CR: the header is re-read next time, the
                 // payload is not scanned at all.
@@ -443,17 +464,18 @@ resp_result resp_decoder::decode(const char* data, std::size_t size, resp_node* 
         case '~':
         case '|':
         case '>': {
-            std::int64_t len = 0;
+            std::uint64_t len = 0;
+            bool is_null = false;
             const std::uint64_t max = limits_.max_elements;
-            if (!parse_length(text, text_len, t == '*', max, &len, &err, &err_at)) {
+            if (!parse_length(text, text_len, t == '*', max, &len, &is_null, &err, &err_at)) {
                 return fail(err, line + err_at);
             }
-            if (len < 0) {
+            if (is_null) {
                 node.type = resp_type::null;
                 break;
             }
             const bool pairs = t == '%' || t == '|';
-            const auto count = static_cast<std::uint64_t>(len);
+            const std::uint64_t count = len;
             const std::uint64_t total = pairs ? count * 2 : count;
             if (total > max) {
                 return fail(resp_errc::too_many_elements, line);
