@@ -5,7 +5,7 @@
 # into that corpus (for `make fuzz`); without, into a scratch directory, so a
 # test run leaves the tree as it was.
 set -euo pipefail
-build=$1
+build=$(cd "$1" && pwd)
 seconds=$2
 keep=${3:-}
 found=0
@@ -13,7 +13,7 @@ for bin in "$build"/tests/fuzz/fuzz_*; do
     [ -x "$bin" ] || continue
     found=1
     name=$(basename "$bin")
-    corpus=tests/fuzz/corpus/${name#fuzz_}
+    corpus=$PWD/tests/fuzz/corpus/${name#fuzz_}
     mkdir -p "$corpus"
     scratch=$(mktemp -d)
     dirs=("$scratch" "$corpus")
@@ -21,9 +21,9 @@ for bin in "$build"/tests/fuzz/fuzz_*; do
     log="$scratch.log"
     echo "== $name: ${seconds}s, corpus $corpus"
     if ! (cd "$scratch" && "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 "${dirs[@]/#tests/$PWD/tests}") >"$log" 2>&1; then
+        -print_final_stats=1 "${dirs[@]}") >"$log" 2>&1; then
         tail -n 60 "$log"
-        echo "fuzz: $name FAILED (crash input saved in $scratch)" >&2
+        echo "fuzz: $name FAILED (log $log; any crashing input is in $scratch)" >&2
         exit 1
     fi
     grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)|cov:' "$log" | tail -n 3
