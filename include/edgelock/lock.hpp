@@ -1,0 +1,306 @@
+// The lock state machine: acquire, renew and release one named lock across
+// 1..lock_max_nodes Redis nodes with the Redlock quorum, without doing any I/O.
+//
+// The machine is fed replies, timeouts and disconnects, each with the current
+// monotonic time, and asked what to send and when to be woken. A driver owns
+// the connections (one per node, shared by many locks) and runs this loop:
+//
+//   edgelock::lock l;
+//   l.configure("jobs", 3, options, random);     // once; errors change nothing
+//   l.acquire(now);                              // starts the first round
+//   loop:
+//     for each node n: while ((t = l.poll_transmit(n, buf, sizeof buf)).size) {
+//         send t.size bytes on n's connection; push (l, t.tag) on n's FIFO }
+//     wait for I/O until l.next_deadline()
+//     reply on n     -> pop (l, tag) from n's FIFO; l.on_reply(n, tag, nodes, count, now)
+//     n dropped      -> clear n's FIFO; l.on_disconnected(n, now) for each lock on it
+//     deadline hit   -> l.on_timeout(now)            (a spurious call is a no-op)
+//     while (l.poll_event(ev)) handle ev            (after every input)
+//
+// Replies are matched in FIFO order per connection, so requests of many locks
+// may be pipelined on one connection; the machine never assumes one request
+// outstanding. Every request carries a tag that the driver hands back with its
+// reply; a reply whose round has already been decided is "late" and ignored,
+// except that a late successful acquire is undone on that node.
+//
+// Keys: the lock for `name` lives at `{name}` and its fencing counter at
+// `{name}:fence`. The braces are a Redis Cluster hash tag: lock and counter
+// share a slot, as a script touching both must. Every mode uses the same key,
+// so tools inspecting Redis see `{name}`.
+//
+// Modes (lock_options::mode):
+//   plain     - the acquire script's SET NX PX with a fresh 128-bit token;
+//               compare-and-pexpire renews, compare-and-delete releases.
+//   reentrant - Redisson's hash `{name} -> {owner: holds}`: lock objects with
+//               the same owner string (agent id + task id) nest; each releases
+//               its own hold. One lock object holds at most once at a time.
+//   fenced    - every acquisition yields a fencing token strictly greater than
+//               any issued before for the name. One node: INCR inside the
+//               acquire script. Several: round 1 acquires and reads each
+//               counter, token = max + 1, round 2 raises the counter to the token
+//               on a quorum before the token is handed out. This holds only
+//               while nodes keep their counters across restarts (AOF with
+//               appendfsync always): a node restarted empty forgets its counter.
+//
+// Outcomes arrive as events: acquired {validity deadline, fencing token},
+// busy {holder's remaining ttl when a node said it}, failed {reason},
+// renewed {validity deadline}, released, lost. The lock is yours only until
+// the validity deadline (the ttl minus the time the round took minus drift),
+// and renewing in time moves it; when renew cannot win a quorum before it,
+// `lost` is reported at the deadline at the latest.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/redlock.hpp"
+#include "edgelock/resp.hpp"
+#include "edgelock/str_view.hpp"
+#include "edgelock/time.hpp"
+#include "edgelock/token.hpp"
+
+// Most nodes one lock can span. Each costs 3 bytes per lock object.
+#ifndef EDGELOCK_LOCK_MAX_NODES
+#define EDGELOCK_LOCK_MAX_NODES 9
+#endif
+
+// Longest lock name (the key is `{name}`, the counter `{name}:fence`). Requests
+// are built on the stack of poll_transmit, which holds two copies of the name.
+#ifndef EDGELOCK_LOCK_MAX_NAME
+#define EDGELOCK_LOCK_MAX_NAME 128
+#endif
+
+// Longest owner string of a reentrant lock.
+#ifndef EDGELOCK_LOCK_MAX_OWNER
+#define EDGELOCK_LOCK_MAX_OWNER 64
+#endif
+
+// Longest ttl accepted, in ms. One day: a lock meant to outlive that is not a
+// lease, and the bound keeps the drift arithmetic far from overflow.
+#ifndef EDGELOCK_LOCK_MAX_TTL_MS
+#define EDGELOCK_LOCK_MAX_TTL_MS 86400000UL
+#endif
+
+static_assert(EDGELOCK_LOCK_MAX_NODES >= 9 && EDGELOCK_LOCK_MAX_NODES <= 63,
+              "EDGELOCK_LOCK_MAX_NODES must be in [9, 63]");
+static_assert(EDGELOCK_LOCK_MAX_NAME >= 1 && EDGELOCK_LOCK_MAX_NAME <= 4096,
+              "EDGELOCK_LOCK_MAX_NAME must be in [1, 4096]");
+static_assert(EDGELOCK_LOCK_MAX_OWNER >= 1 && EDGELOCK_LOCK_MAX_OWNER <= 1024,
+              "EDGELOCK_LOCK_MAX_OWNER must be in [1, 1024]");
+static_assert(EDGELOCK_LOCK_MAX_TTL_MS >= 1000 && EDGELOCK_LOCK_MAX_TTL_MS <= 2147483647UL,
+              "EDGELOCK_LOCK_MAX_TTL_MS must be in [1000, 2^31)");
+
+namespace edgelock {
+
+constexpr std::uint8_t lock_max_nodes = EDGELOCK_LOCK_MAX_NODES;
+constexpr std::size_t lock_max_name = EDGELOCK_LOCK_MAX_NAME;
+constexpr std::size_t lock_max_owner = EDGELOCK_LOCK_MAX_OWNER;
+constexpr std::uint64_t lock_max_ttl_ms = EDGELOCK_LOCK_MAX_TTL_MS;
+constexpr std::uint32_t lock_max_drift_ppm = 500000;  // half the ttl
+
+// A buffer of this many bytes holds any request the machine emits (the longest
+// is an EVAL carrying script text, two keys and three arguments).
+constexpr std::size_t lock_max_request = 1024 + 2 * (lock_max_name + 16) + lock_max_owner;
+
+// Local misuse: the caller's fault, reported by the call, never as an event.
+enum class lock_errc : std::uint8_t {
+    ok = 0,
+    not_configured,    // configure() has not succeeded
+    bad_node_count,    // 0 nodes or more than lock_max_nodes
+    bad_quorum,        // below nodes / 2 + 1 or above nodes
+    empty_name,        // the lock needs a name
+    name_too_long,     // longer than lock_max_name
+    owner_too_long,    // longer than lock_max_owner
+    bad_ttl,           // under 1 ms, above lock_max_ttl_ms, or eaten by drift
+    bad_node_timeout,  // zero, or not shorter than the ttl
+    bad_drift,         // drift_ppm above lock_max_drift_ppm
+    bad_retry,         // max_tries 0, or retry_min > retry_max
+    bad_mode_option,   // renew_resurrects outside plain mode
+    no_random_source,  // the random source has no fill function
+    random_failed,     // the random source could not deliver
+    busy,              // another operation of this lock is in progress
+    not_held,          // renew or release of a lock that is not held
+    bad_node,          // node index not below the configured node count
+    buffer_too_small,  // poll_transmit: nothing written, size says how much is needed
+};
+
+const char* describe(lock_errc code) noexcept;
+
+enum class lock_mode : std::uint8_t { plain, reentrant, fenced };
+
+struct lock_options {
+    lock_mode mode = lock_mode::plain;
+    duration ttl = duration::seconds(10);
+    // Per request; small against the ttl (the spec suggests 5-50 ms for 10 s).
+    // A NOSCRIPT retry must fit in the same window.
+    duration node_timeout = duration::millis(50);
+    // Clock drift allowance: ttl * drift_ppm / 10^6 + drift_fixed (Redlock: 1% + 2 ms).
+    std::uint32_t drift_ppm = 10000;
+    duration drift_fixed = duration::millis(2);
+    // 0 picks nodes / 2 + 1; a larger value is allowed, a smaller one is not.
+    std::uint8_t quorum = 0;
+    // Acquire rounds before giving up (1 = try once), all within `wait` of the
+    // acquire() call, separated by a random delay in [retry_min, retry_max].
+    // The same delay spaces renew rounds that failed for want of replies.
+    std::uint32_t max_tries = 1;
+    duration wait = duration::seconds(10);
+    duration retry_min = duration::millis(50);
+    duration retry_max = duration::millis(200);
+    // Plain mode only: a renew that finds the key gone sets it again (redsync's
+    // SetNXOnExtend). Off: a lock that expired stays lost.
+    bool renew_resurrects = false;
+    // Reentrant mode: the identity that nests (agent id + task id). Empty: the
+    // token of the acquisition, so this lock object nests with nobody. The
+    // bytes are not copied; keep them alive as long as the lock.
+    str_view owner;
+};
+
+enum class lock_state : std::uint8_t {
+    unconfigured,
+    idle,        // nothing held, nothing in flight (but maybe cleanup to send)
+    acquiring,   // an acquire round (fenced: round 1) is out
+    fencing,     // fenced Redlock round 2 is out
+    retry_wait,  // between acquire rounds
+    held,        // ours until validity_deadline()
+    renewing,    // held; a renew round is out or waiting to be retried
+    releasing,   // release requests are out
+};
+
+const char* describe(lock_state state) noexcept;
+
+enum class lock_event_kind : std::uint8_t { acquired, busy, failed, renewed, released, lost };
+
+const char* describe(lock_event_kind kind) noexcept;
+
+// Why an acquisition failed or a held lock was lost.
+enum class lock_failure : std::uint8_t {
+    none = 0,
+    no_quorum,       // too few nodes agreed (errors, timeouts, refusals)
+    expired,         // quorum reached, but the round took longer than ttl - drift
+    random_failed,   // no random bytes for the retry delay
+    fence_conflict,  // round 2 found a counter above the token (a racing holder)
+    not_ours,        // renew: a quorum said the key is no longer ours
+    validity_ended,  // held or renewing, and the validity deadline passed
+};
+
+const char* describe(lock_failure reason) noexcept;
+
+struct lock_event {
+    lock_event_kind kind = lock_event_kind::failed;
+    lock_failure reason = lock_failure::none;  // failed, lost
+    std::uint32_t holds = 0;                   // acquired, reentrant: holds of the owner
+    instant validity_deadline;                 // acquired, renewed
+    std::uint64_t fence = 0;                   // acquired, fenced mode
+    std::int64_t holder_ttl_ms = -1;           // busy: shortest ttl a node reported; -1 unknown
+};
+
+struct lock_transmit {
+    lock_errc error = lock_errc::ok;
+    std::size_t size = 0;   // ok: bytes written (0: nothing to send); buffer_too_small: needed
+    std::uint32_t tag = 0;  // hand back with the reply to this request
+};
+
+class lock {
+public:
+    lock() noexcept = default;
+
+    // Checks everything up front; on error nothing changes. Only while idle.
+    // The name's bytes are not copied: keep them alive as long as the lock.
+    lock_errc configure(str_view name, std::uint8_t node_count, const lock_options& options,
+                        random_source random) noexcept;
+
+    // Operations. Each returns at once; the outcome comes as an event.
+    lock_errc acquire(instant now) noexcept;  // from idle
+    lock_errc renew(instant now) noexcept;    // from held
+    // From any state but idle: stops whatever is in flight and releases on
+    // every node (also those that failed). Ends with `released`.
+    lock_errc release(instant now) noexcept;
+
+    // Inputs.
+    lock_errc on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
+                       std::size_t count, instant now) noexcept;
+    void on_timeout(instant now) noexcept;
+    // Everything in flight on the node's connection is gone.
+    lock_errc on_disconnected(std::uint8_t node, instant now) noexcept;
+
+    // Outputs.
+    lock_transmit poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept;
+    instant next_deadline() const noexcept;  // instant::never() when nothing is pending
+    bool poll_event(lock_event& out) noexcept;
+
+    lock_state state() const noexcept { return state_; }
+    bool held() const noexcept {
+        return state_ == lock_state::held || state_ == lock_state::renewing;
+    }
+    instant validity_deadline() const noexcept { return validity_; }
+    std::uint64_t fence() const noexcept { return fence_; }
+    std::uint8_t node_count() const noexcept { return node_count_; }
+    std::uint8_t quorum() const noexcept { return quorum_; }
+    // The current acquisition's token (lock value in plain and fenced modes).
+    const owner_token& token() const noexcept { return token_; }
+
+private:
+    // What one request asks; also the low bits of its tag.
+    enum class req : std::uint8_t { none, acquire, fence_raise, renew, release, cleanup };
+    // How one node answered the current round.
+    enum class vote : std::uint8_t { waiting, yes, no, busy };
+
+    struct slot {
+        req send = req::none;  // the current round's request, not yet transmitted
+        vote answer = vote::waiting;
+        std::uint8_t flags = 0;  // slot_* bits in lock.cpp
+    };
+
+    void start_round(req kind, instant now) noexcept;
+    void start_acquire_round(instant now) noexcept;
+    void decide(instant now) noexcept;
+    void finish_acquire_round(instant now) noexcept;
+    void finish_fence_round(instant now) noexcept;
+    void finish_renew_round(instant now) noexcept;
+    void fail_acquisition(lock_failure reason, instant now) noexcept;
+    void start_renew_round(instant now) noexcept;
+    void renew_round_failed(instant now) noexcept;
+    void become_lost(lock_failure reason) noexcept;
+    void queue_cleanup_all() noexcept;
+    void close_round() noexcept;
+    void count_vote(slot& s, vote v) noexcept;
+    void handle_late(slot& s, req kind, std::uint32_t round, bool success) noexcept;
+    std::uint32_t tag_for(req kind) const noexcept;
+    void push_event(const lock_event& ev) noexcept;
+    bool fenced_redlock() const noexcept {
+        return options_.mode == lock_mode::fenced && node_count_ > 1;
+    }
+    bool round_open() const noexcept { return round_kind_ != req::none; }
+
+    str_view name_;
+    lock_options options_;
+    random_source random_;
+    owner_token token_;          // the current acquisition
+    owner_token cleanup_token_;  // the acquisition whose keys cleanups delete
+    instant t0_;                 // start of the acquisition attempt (fenced: round 1)
+    instant round_t0_;
+    instant round_deadline_ = instant::never();
+    instant validity_;
+    instant retry_at_ = instant::never();
+    instant wait_deadline_ = instant::never();
+    std::uint64_t fence_ = 0;      // fenced: the token handed out / being raised
+    std::uint64_t round_max_ = 0;  // fenced round 1: highest counter read
+    std::int64_t busy_ttl_ms_ = -1;
+    std::uint32_t round_ = 0;              // sequence number of the current round
+    std::uint32_t acquisition_round_ = 0;  // first round of the current acquisition
+    std::uint32_t held_round_ = 0;         // the round that won the lock
+    std::uint32_t tries_left_ = 0;
+    std::uint32_t holds_ = 0;
+    lock_event events_[2];
+    std::uint8_t event_head_ = 0;
+    std::uint8_t event_count_ = 0;
+    std::uint8_t node_count_ = 0;
+    std::uint8_t quorum_ = 0;
+    redlock_tally tally_;
+    req round_kind_ = req::none;
+    lock_state state_ = lock_state::unconfigured;
+    std::uint8_t refused_ = 0;  // nodes that said busy (acquire) or not ours (renew)
+    slot slots_[lock_max_nodes];
+};
+
+}  // namespace edgelock

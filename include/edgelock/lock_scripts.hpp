@@ -1,0 +1,62 @@
+// The Lua scripts the lock machine runs on Redis, with their SHA1 digests.
+//
+// Every script goes out as EVALSHA <sha1>; a server whose script cache is empty
+// (after a restart or SCRIPT FLUSH) answers NOSCRIPT, and the machine then sends
+// the same request once more as EVAL <text>. The digests are constants so that
+// no SHA1 code is needed in the core; a unit test recomputes them from the text,
+// so edit a script only together with its digest (`printf '%s' "$text" | sha1sum`).
+//
+// Key layout (see lock.hpp): the lock lives at `{name}`, the fencing counter at
+// `{name}:fence`; the hash tag puts both in one Redis Cluster slot, which a
+// script touching both keys requires.
+//
+// Replies, chosen so one parser serves every mode:
+//   acquire scripts    -> {1, value} acquired (value: 0, the hold count, or the
+//                         fencing counter), {0, pttl} held by someone else
+//   renew scripts      -> 1 extended, 0 not ours (expired or taken)
+//   release            -> 1 deleted, 0 not ours
+//   reentrant_release  -> holds left (0: deleted), -1 the owner held nothing
+//   fence_raise        -> the counter after the call, -1 when the lock is not ours
+#pragma once
+
+#include "edgelock/str_view.hpp"
+
+namespace edgelock {
+
+struct lock_script {
+    str_view text;
+    str_view sha1;  // 40 lowercase hex digits
+};
+
+// SET NX PX; a key already holding our token counts as ours (and is re-armed).
+// KEYS[1] lock, ARGV[1] token, ARGV[2] ttl in ms.
+extern const lock_script script_acquire;
+// Compare-and-delete. KEYS[1] lock, ARGV[1] token.
+extern const lock_script script_release;
+// Compare-and-pexpire; never creates the key. KEYS[1] lock, ARGV[1] token, ARGV[2] ttl ms.
+extern const lock_script script_renew;
+// Redisson's hash layout: lock -> {owner: holds}. KEYS[1] lock, ARGV[1] owner, ARGV[2] ttl ms.
+extern const lock_script script_reentrant_acquire;
+// Drops one hold; deletes the key at zero. KEYS[1] lock, ARGV[1] owner, ARGV[2] ttl ms.
+extern const lock_script script_reentrant_release;
+// KEYS[1] lock, ARGV[1] owner, ARGV[2] ttl ms.
+extern const lock_script script_reentrant_renew;
+// Single node fenced acquire: SET NX PX and INCR of the counter in one step.
+// KEYS[1] lock, KEYS[2] counter, ARGV[1] token, ARGV[2] ttl ms.
+extern const lock_script script_fenced_acquire;
+// Redlock fenced round 1: SET NX PX and read the counter (no INCR: a per-node
+// INCR is not monotonic across different majorities). Same keys and args.
+extern const lock_script script_fenced_read;
+// Redlock fenced round 2: raise the counter to the new fencing token unless it
+// is already higher, and only on a node where the lock still holds our token:
+// a contender can then read that node's counter only after our key is gone,
+// that is after the raise. (A bare raise would let a contender read the node
+// before it and hand out the same token.) -1 when the lock is not ours.
+// KEYS[1] lock, KEYS[2] counter, ARGV[1] token, ARGV[2] the new fencing token.
+extern const lock_script script_fence_raise;
+
+// Every script above, for tests and for drivers that SCRIPT LOAD up front.
+extern const lock_script* const lock_scripts_all[];
+constexpr unsigned lock_scripts_count = 9;
+
+}  // namespace edgelock

@@ -1,0 +1,52 @@
+// Encoding the lock machine's requests: script calls with their keys.
+#include "edgelock/lock.hpp"
+#include "lock_wire.hpp"
+
+namespace edgelock {
+namespace detail {
+
+static_assert(lock_key_capacity >= lock_max_name + 8, "lock_key_capacity too small");
+
+std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept {
+    std::size_t n = 0;
+    out[n++] = '{';
+    for (std::size_t i = 0; i < name.size; ++i) {
+        out[n++] = name.data[i];
+    }
+    out[n++] = '}';
+    if (fence_counter) {
+        const char suffix[] = ":fence";
+        for (std::size_t i = 0; i + 1 < sizeof suffix; ++i) {
+            out[n++] = suffix[i];
+        }
+    }
+    return n;
+}
+
+resp_encoded encode_script_call(const lock_script& script, bool eval, const str_view* keys,
+                                std::size_t key_count, const str_view* args, std::size_t arg_count,
+                                char* out, std::size_t capacity) noexcept {
+    // Two keys and three arguments at most; the fixed array keeps it on the stack.
+    constexpr std::size_t max_argv = 3 + 2 + 3;
+    resp_encoded bad;
+    bad.error = resp_encode_errc::too_large;
+    if (key_count > 2 || arg_count > 3) {
+        return bad;
+    }
+    const decimal_arg numkeys(static_cast<std::int64_t>(key_count));
+    str_view argv[max_argv];
+    std::size_t argc = 0;
+    argv[argc++] = eval ? str_view("EVAL") : str_view("EVALSHA");
+    argv[argc++] = eval ? script.text : script.sha1;
+    argv[argc++] = numkeys.view();
+    for (std::size_t i = 0; i < key_count; ++i) {
+        argv[argc++] = keys[i];
+    }
+    for (std::size_t i = 0; i < arg_count; ++i) {
+        argv[argc++] = args[i];
+    }
+    return resp_encode_command(out, capacity, argv, argc);
+}
+
+}  // namespace detail
+}  // namespace edgelock

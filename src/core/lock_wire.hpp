@@ -1,0 +1,48 @@
+// Internal to the lock machine: building its requests and reading its replies.
+// Kept apart from lock.cpp so the state machine reads as decisions only, and so
+// the fuzz target can hit the reply reader directly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/lock.hpp"
+#include "edgelock/lock_scripts.hpp"
+#include "edgelock/resp.hpp"
+#include "edgelock/resp_encoder.hpp"
+#include "edgelock/str_view.hpp"
+
+namespace edgelock {
+namespace detail {
+
+// Room for `{name}:fence`.
+constexpr std::size_t lock_key_capacity = lock_max_name + 8;
+
+// Writes `{name}` (or `{name}:fence`) into out, which holds lock_key_capacity
+// bytes, and returns its length. name.size must be at most lock_max_name.
+std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept;
+
+// EVALSHA sha numkeys keys... args... (or EVAL text ... when eval is set).
+resp_encoded encode_script_call(const lock_script& script, bool eval, const str_view* keys,
+                                std::size_t key_count, const str_view* args, std::size_t arg_count,
+                                char* out, std::size_t capacity) noexcept;
+
+enum class reply_shape : std::uint8_t {
+    integer,   // first = the value
+    pair,      // a two-integer array: first, second
+    noscript,  // -NOSCRIPT: the server's script cache lacks the script
+    error,     // any other error reply
+    other,     // anything else, including malformed or empty input
+};
+
+struct lock_reply {
+    reply_shape shape = reply_shape::other;
+    std::int64_t first = 0;
+    std::int64_t second = 0;
+};
+
+// Never reads outside nodes[0, count); tolerates RESP3 attributes.
+lock_reply read_lock_reply(const resp_node* nodes, std::size_t count) noexcept;
+
+}  // namespace detail
+}  // namespace edgelock

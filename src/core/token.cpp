@@ -1,0 +1,67 @@
+// Owner tokens: 128 random bits, hex encoded.
+#include "edgelock/token.hpp"
+
+namespace edgelock {
+
+bool owner_token::generate(const random_source& source) noexcept {
+    std::uint8_t fresh[size];
+    if (!source(fresh, sizeof fresh)) {
+        return false;
+    }
+    for (std::size_t i = 0; i < size; ++i) {
+        bytes[i] = fresh[i];
+    }
+    return true;
+}
+
+void owner_token::to_hex(char* out) const noexcept {
+    static const char digits[] = "0123456789abcdef";
+    for (std::size_t i = 0; i < size; ++i) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 0x0f];
+    }
+}
+
+bool owner_token::operator==(const owner_token& other) const noexcept {
+    for (std::size_t i = 0; i < size; ++i) {
+        if (bytes[i] != other.bytes[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool random_between(const random_source& source, std::uint64_t low, std::uint64_t high,
+                    std::uint64_t& out) noexcept {
+    if (high <= low) {
+        out = low;
+        return source.valid();
+    }
+    const std::uint64_t span = high - low;
+    // Rejection sampling: a plain modulo would favour small delays, and the
+    // point of the random delay is to spread contenders evenly.
+    std::uint64_t mask = span;
+    for (unsigned shift = 1; shift < 64; shift <<= 1) {
+        mask |= mask >> shift;
+    }
+    for (int attempt = 0; attempt < 64; ++attempt) {
+        std::uint8_t raw[8];
+        if (!source(raw, sizeof raw)) {
+            return false;
+        }
+        std::uint64_t v = 0;
+        for (std::uint8_t b : raw) {
+            v = (v << 8) | b;
+        }
+        v &= mask;
+        if (v <= span) {
+            out = low + v;
+            return true;
+        }
+    }
+    // Each attempt succeeds with probability > 1/2; 64 misses means the source
+    // is not random at all.
+    return false;
+}
+
+}  // namespace edgelock
