@@ -306,15 +306,32 @@ reply redis_client::command(const std::vector<std::string>& args) {
 }
 
 reply redis_client::read_reply() {
-    const double deadline = now_s() + timeout_s_;
-    edgelock::resp_decoder dec;
+    const std::string bytes = read_reply_bytes();
     std::vector<edgelock::resp_node> nodes(64);
     for (;;) {
         const edgelock::resp_result r =
-            dec.decode(buf_.data() + start_, buf_.size() - start_, nodes.data(), nodes.size());
+            edgelock::resp_decode_whole(bytes.data(), bytes.size(), nodes.data(), nodes.size());
         if (r.status == edgelock::resp_status::complete) {
             std::size_t i = 0;
-            reply out = copy_out(nodes.data(), i);
+            return copy_out(nodes.data(), i);
+        }
+        if (r.error != edgelock::resp_errc::node_capacity) {
+            errno = 0;
+            fail(std::string("decode: ") + edgelock::describe(r.error));
+        }
+        nodes.resize(nodes.size() * 4);
+    }
+}
+
+std::string redis_client::read_reply_bytes() {
+    const double deadline = now_s() + timeout_s_;
+    edgelock::resp_decoder dec;
+    for (;;) {
+        // Validate-only: the reply's size is all this needs.
+        const edgelock::resp_result r =
+            dec.decode(buf_.data() + start_, buf_.size() - start_, nullptr, 0);
+        if (r.status == edgelock::resp_status::complete) {
+            std::string out(buf_.data() + start_, r.size);
             start_ += r.size;
             if (start_ == buf_.size()) {
                 buf_.clear();
@@ -323,11 +340,6 @@ reply redis_client::read_reply() {
             return out;
         }
         if (r.status == edgelock::resp_status::error) {
-            if (r.error == edgelock::resp_errc::node_capacity) {
-                nodes.resize(nodes.size() * 4);
-                dec.reset();
-                continue;
-            }
             errno = 0;
             fail(std::string("decode: ") + edgelock::describe(r.error));
         }

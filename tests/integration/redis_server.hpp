@@ -70,6 +70,8 @@ public:
     reply command(const std::vector<std::string>& args);
     void send_raw(const std::string& bytes);
     reply read_reply();
+    // The bytes of the next whole reply, undecoded (for feeding a machine).
+    std::string read_reply_bytes();
 
 private:
     int fd_ = -1;

@@ -1,0 +1,386 @@
+// The lock machine and its Lua scripts against real redis-server processes.
+// The simulator (tests/sim) re-implements the scripts in C++; only a real
+// server proves the Lua and the SHA1 digests. A small blocking runner below
+// stands in for the driver: it sends what the machine asks, feeds replies back
+// in order with their tags, and treats a dead server as a disconnect.
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgelock/lock.hpp"
+#include "edgelock/lock_scripts.hpp"
+#include "edgelock/port.hpp"
+#include "edgelock/resp_decoder.hpp"
+#include "integration/redis_server.hpp"
+
+using namespace edgelock;
+using edgelock_test::redis_client;
+using edgelock_test::redis_server;
+
+namespace {
+
+bool fill_random(void*, void* buf, std::size_t n) {
+    return port::random_bytes(buf, n);
+}
+
+random_source system_random() {
+    random_source r;
+    r.fill = fill_random;
+    r.ctx = nullptr;
+    return r;
+}
+
+// One connection per node, shared by every lock the runner drives.
+struct runner {
+    std::vector<std::unique_ptr<redis_client>> conns;  // null: node down
+    std::vector<std::deque<std::pair<lock*, std::uint32_t>>> fifos;
+
+    explicit runner(const std::vector<redis_server*>& servers) {
+        for (redis_server* s : servers) {
+            std::unique_ptr<redis_client> c;
+            try {
+                c.reset(new redis_client(s->port(), 2.0));
+            } catch (const std::exception&) {
+            }
+            conns.push_back(std::move(c));
+        }
+        fifos.resize(servers.size());
+    }
+
+    void drop(std::uint8_t n) {
+        conns[n].reset();
+        std::deque<std::pair<lock*, std::uint32_t>> gone;
+        gone.swap(fifos[n]);
+        std::vector<lock*> told;
+        for (auto& f : gone) {
+            bool seen = false;
+            for (lock* l : told) {
+                seen = seen || l == f.first;
+            }
+            if (!seen) {
+                f.first->on_disconnected(n, port::now());
+                told.push_back(f.first);
+            }
+        }
+    }
+
+    // Sends everything l wants to send; a node that is down is a disconnect.
+    void flush(lock& l) {
+        char buf[lock_max_request];
+        for (std::uint8_t n = 0; n < conns.size(); ++n) {
+            for (;;) {
+                const lock_transmit t = l.poll_transmit(n, buf, sizeof buf);
+                REQUIRE(t.error == lock_errc::ok);
+                if (t.size == 0) {
+                    break;
+                }
+                if (!conns[n]) {
+                    l.on_disconnected(n, port::now());
+                    continue;
+                }
+                try {
+                    conns[n]->send_raw(std::string(buf, t.size));
+                    fifos[n].emplace_back(&l, t.tag);
+                } catch (const std::exception&) {
+                    drop(n);
+                    l.on_disconnected(n, port::now());
+                }
+            }
+        }
+    }
+
+    // Reads every outstanding reply, in order, and feeds it to its lock.
+    void read_all() {
+        std::vector<resp_node> nodes(64);
+        for (std::uint8_t n = 0; n < conns.size(); ++n) {
+            while (!fifos[n].empty() && conns[n]) {
+                std::string bytes;
+                try {
+                    bytes = conns[n]->read_reply_bytes();
+                } catch (const std::exception&) {
+                    drop(n);
+                    break;
+                }
+                const resp_result r =
+                    resp_decode_whole(bytes.data(), bytes.size(), nodes.data(), nodes.size());
+                REQUIRE(r.status == resp_status::complete);
+                const auto f = fifos[n].front();
+                fifos[n].pop_front();
+                f.first->on_reply(n, f.second, nodes.data(), r.nodes, port::now());
+            }
+        }
+    }
+
+    // Runs l until it reports an event (or 5 s pass, which fails the test).
+    lock_event until_event(lock& l) {
+        const instant give_up = port::now() + duration::seconds(5);
+        lock_event ev;
+        for (;;) {
+            if (l.poll_event(ev)) {
+                flush(l);  // cleanups the machine queued with the event
+                read_all();
+                return ev;
+            }
+            REQUIRE(port::now() < give_up);
+            flush(l);
+            read_all();
+            if (l.poll_event(ev)) {
+                flush(l);
+                read_all();
+                return ev;
+            }
+            const instant now = port::now();
+            if (now >= l.next_deadline()) {
+                l.on_timeout(now);
+            } else {
+                ::usleep(200);
+            }
+        }
+    }
+};
+
+lock_options options_for(lock_mode mode) {
+    lock_options o;
+    o.mode = mode;
+    o.ttl = duration::seconds(10);
+    o.node_timeout = duration::millis(500);  // qemu and sanitizer builds are slow
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("redis: every script's SHA1 constant is what SCRIPT LOAD returns",
+          "[integration][lock]") {
+    redis_server srv;
+    redis_client c(srv.port());
+    for (unsigned i = 0; i < lock_scripts_count; ++i) {
+        const lock_script& s = *lock_scripts_all[i];
+        const auto got = c.command({"SCRIPT", "LOAD", std::string(s.text.data, s.text.size)});
+        INFO("script " << i);
+        CHECK(got.text == std::string(s.sha1.data, s.sha1.size));
+    }
+}
+
+TEST_CASE("redis: plain lock acquire, busy, renew, release", "[integration][lock]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    runner run({&srv});
+
+    lock a;
+    lock b;
+    REQUIRE(a.configure("job", 1, options_for(lock_mode::plain), system_random()) == lock_errc::ok);
+    REQUIRE(b.configure("job", 1, options_for(lock_mode::plain), system_random()) == lock_errc::ok);
+
+    // Against a fresh server the first EVALSHA meets NOSCRIPT: the fallback runs.
+    REQUIRE(a.acquire(port::now()) == lock_errc::ok);
+    lock_event ev = run.until_event(a);
+    REQUIRE(ev.kind == lock_event_kind::acquired);
+    CHECK(ev.validity_deadline > port::now());
+    char hex[owner_token::hex_size];
+    a.token().to_hex(hex);
+    const std::string token(hex, sizeof hex);
+    CHECK(admin.command({"GET", "{job}"}).text == token);
+    const long long pttl = admin.command({"PTTL", "{job}"}).integer;
+    CHECK(pttl > 9000);
+    CHECK(pttl <= 10000);
+
+    REQUIRE(b.acquire(port::now()) == lock_errc::ok);
+    ev = run.until_event(b);
+    CHECK(ev.kind == lock_event_kind::busy);
+    CHECK(ev.holder_ttl_ms > 0);
+    CHECK(admin.command({"GET", "{job}"}).text == token);  // b changed nothing
+
+    admin.command({"PEXPIRE", "{job}", "3000"});
+    REQUIRE(a.renew(port::now()) == lock_errc::ok);
+    ev = run.until_event(a);
+    CHECK(ev.kind == lock_event_kind::renewed);
+    CHECK(admin.command({"PTTL", "{job}"}).integer > 9000);
+
+    REQUIRE(a.release(port::now()) == lock_errc::ok);
+    ev = run.until_event(a);
+    CHECK(ev.kind == lock_event_kind::released);
+    CHECK(admin.command({"EXISTS", "{job}"}).integer == 0);
+
+    REQUIRE(b.acquire(port::now()) == lock_errc::ok);
+    CHECK(run.until_event(b).kind == lock_event_kind::acquired);
+}
+
+TEST_CASE("redis: a lock taken over cannot be renewed or released by the old owner",
+          "[integration][lock]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    runner run({&srv});
+    lock a;
+    REQUIRE(a.configure("job", 1, options_for(lock_mode::plain), system_random()) == lock_errc::ok);
+    REQUIRE(a.acquire(port::now()) == lock_errc::ok);
+    REQUIRE(run.until_event(a).kind == lock_event_kind::acquired);
+
+    // The key expired and someone else took it.
+    admin.command({"SET", "{job}", "someone-else", "PX", "10000"});
+    REQUIRE(a.renew(port::now()) == lock_errc::ok);
+    const lock_event ev = run.until_event(a);
+    CHECK(ev.kind == lock_event_kind::lost);
+    CHECK(ev.reason == lock_failure::not_ours);
+    CHECK(admin.command({"GET", "{job}"}).text == "someone-else");
+    CHECK(admin.command({"PTTL", "{job}"}).integer <= 10000);
+
+    // A renew never resurrects an expired lock (the default).
+    lock c;
+    REQUIRE(c.configure("gone", 1, options_for(lock_mode::plain), system_random()) ==
+            lock_errc::ok);
+    REQUIRE(c.acquire(port::now()) == lock_errc::ok);
+    REQUIRE(run.until_event(c).kind == lock_event_kind::acquired);
+    admin.command({"DEL", "{gone}"});
+    REQUIRE(c.renew(port::now()) == lock_errc::ok);
+    CHECK(run.until_event(c).kind == lock_event_kind::lost);
+    CHECK(admin.command({"EXISTS", "{gone}"}).integer == 0);
+}
+
+TEST_CASE("redis: NOSCRIPT after SCRIPT FLUSH falls back to EVAL", "[integration][lock]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    runner run({&srv});
+    lock a;
+    REQUIRE(a.configure("job", 1, options_for(lock_mode::plain), system_random()) == lock_errc::ok);
+    for (int i = 0; i < 3; ++i) {
+        admin.command({"SCRIPT", "FLUSH"});
+        REQUIRE(a.acquire(port::now()) == lock_errc::ok);
+        REQUIRE(run.until_event(a).kind == lock_event_kind::acquired);
+        admin.command({"SCRIPT", "FLUSH"});
+        REQUIRE(a.release(port::now()) == lock_errc::ok);
+        REQUIRE(run.until_event(a).kind == lock_event_kind::released);
+        CHECK(admin.command({"EXISTS", "{job}"}).integer == 0);
+    }
+}
+
+TEST_CASE("redis: reentrant locks nest per owner", "[integration][lock]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    runner run({&srv});
+    lock_options o = options_for(lock_mode::reentrant);
+    o.owner = "agent-1:task-7";
+    lock a;
+    lock b;
+    lock other;
+    REQUIRE(a.configure("res", 1, o, system_random()) == lock_errc::ok);
+    REQUIRE(b.configure("res", 1, o, system_random()) == lock_errc::ok);
+    lock_options o2 = options_for(lock_mode::reentrant);
+    o2.owner = "agent-2:task-1";
+    REQUIRE(other.configure("res", 1, o2, system_random()) == lock_errc::ok);
+
+    REQUIRE(a.acquire(port::now()) == lock_errc::ok);
+    lock_event ev = run.until_event(a);
+    REQUIRE(ev.kind == lock_event_kind::acquired);
+    CHECK(ev.holds == 1);
+    REQUIRE(b.acquire(port::now()) == lock_errc::ok);
+    ev = run.until_event(b);
+    REQUIRE(ev.kind == lock_event_kind::acquired);
+    CHECK(ev.holds == 2);
+    CHECK(admin.command({"HGET", "{res}", "agent-1:task-7"}).text == "2");
+
+    REQUIRE(other.acquire(port::now()) == lock_errc::ok);
+    CHECK(run.until_event(other).kind == lock_event_kind::busy);
+
+    REQUIRE(a.release(port::now()) == lock_errc::ok);
+    REQUIRE(run.until_event(a).kind == lock_event_kind::released);
+    CHECK(admin.command({"HGET", "{res}", "agent-1:task-7"}).text == "1");
+    REQUIRE(b.release(port::now()) == lock_errc::ok);
+    REQUIRE(run.until_event(b).kind == lock_event_kind::released);
+    CHECK(admin.command({"EXISTS", "{res}"}).integer == 0);
+
+    REQUIRE(other.acquire(port::now()) == lock_errc::ok);
+    CHECK(run.until_event(other).kind == lock_event_kind::acquired);
+}
+
+TEST_CASE("redis: fenced tokens increase on one node", "[integration][lock]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    runner run({&srv});
+    lock a;
+    REQUIRE(a.configure("f", 1, options_for(lock_mode::fenced), system_random()) == lock_errc::ok);
+    std::uint64_t last = 0;
+    for (int i = 0; i < 5; ++i) {
+        REQUIRE(a.acquire(port::now()) == lock_errc::ok);
+        const lock_event ev = run.until_event(a);
+        REQUIRE(ev.kind == lock_event_kind::acquired);
+        CHECK(ev.fence > last);
+        last = ev.fence;
+        CHECK(admin.command({"GET", "{f}:fence"}).text == std::to_string(last));
+        REQUIRE(a.release(port::now()) == lock_errc::ok);
+        REQUIRE(run.until_event(a).kind == lock_event_kind::released);
+    }
+}
+
+TEST_CASE("redis: fenced Redlock over 3 servers: max + 1, raised on a quorum, node loss",
+          "[integration][lock][redlock]") {
+    redis_server s0;
+    redis_server s1;
+    redis_server s2;
+    redis_client a0(s0.port());
+    redis_client a1(s1.port());
+    redis_client a2(s2.port());
+    // Counters that disagree, as after different majorities: a per-node INCR
+    // would hand out 6 here; the quorum recipe must give 101.
+    a0.command({"SET", "{r}:fence", "100"});
+    a1.command({"SET", "{r}:fence", "5"});
+    a2.command({"SET", "{r}:fence", "5"});
+
+    std::uint64_t fence = 0;
+    {
+        runner run({&s0, &s1, &s2});
+        lock l;
+        REQUIRE(l.configure("r", 3, options_for(lock_mode::fenced), system_random()) ==
+                lock_errc::ok);
+        REQUIRE(l.acquire(port::now()) == lock_errc::ok);
+        const lock_event ev = run.until_event(l);
+        REQUIRE(ev.kind == lock_event_kind::acquired);
+        CHECK(ev.fence == 101);
+        fence = ev.fence;
+        int raised = 0;
+        for (redis_client* c : {&a0, &a1, &a2}) {
+            raised += std::stoll(c->command({"GET", "{r}:fence"}).text) >= 101 ? 1 : 0;
+        }
+        CHECK(raised >= 2);
+        REQUIRE(l.release(port::now()) == lock_errc::ok);
+        REQUIRE(run.until_event(l).kind == lock_event_kind::released);
+        for (redis_client* c : {&a0, &a1, &a2}) {
+            CHECK(c->command({"EXISTS", "{r}"}).integer == 0);
+        }
+    }
+
+    // One node down: a quorum remains, and tokens keep increasing.
+    s2.kill();
+    {
+        runner run({&s0, &s1, &s2});
+        lock l;
+        REQUIRE(l.configure("r", 3, options_for(lock_mode::fenced), system_random()) ==
+                lock_errc::ok);
+        for (int i = 0; i < 3; ++i) {
+            REQUIRE(l.acquire(port::now()) == lock_errc::ok);
+            const lock_event ev = run.until_event(l);
+            REQUIRE(ev.kind == lock_event_kind::acquired);
+            CHECK(ev.fence > fence);
+            fence = ev.fence;
+            REQUIRE(l.release(port::now()) == lock_errc::ok);
+            REQUIRE(run.until_event(l).kind == lock_event_kind::released);
+        }
+    }
+
+    // Two of three down: no quorum, a clear failure, nothing left behind.
+    s1.kill();
+    {
+        runner run({&s0, &s1, &s2});
+        lock l;
+        REQUIRE(l.configure("r", 3, options_for(lock_mode::fenced), system_random()) ==
+                lock_errc::ok);
+        REQUIRE(l.acquire(port::now()) == lock_errc::ok);
+        const lock_event ev = run.until_event(l);
+        CHECK(ev.kind == lock_event_kind::failed);
+        CHECK(ev.reason == lock_failure::no_quorum);
+        CHECK(a0.command({"EXISTS", "{r}"}).integer == 0);
+    }
+}
