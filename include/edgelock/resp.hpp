@@ -44,6 +44,15 @@ enum class resp_type : std::uint8_t {
 
 const char* describe(resp_type type) noexcept;
 
+// True for the types whose payload is a view of the input: simple and bulk
+// strings and errors, verbatim strings, doubles and big numbers.
+constexpr bool resp_has_text(resp_type t) noexcept {
+    return t == resp_type::simple_string || t == resp_type::simple_error ||
+           t == resp_type::bulk_string || t == resp_type::bulk_error ||
+           t == resp_type::verbatim_string || t == resp_type::double_number ||
+           t == resp_type::big_number;
+}
+
 struct resp_node {
     resp_type type = resp_type::null;
     // Aggregates: number of elements (pairs for a map or attribute).
@@ -61,6 +70,8 @@ struct resp_node {
     bool is_error() const noexcept {
         return type == resp_type::simple_error || type == resp_type::bulk_error;
     }
+    // String-like types: text is their payload (possibly empty).
+    bool has_text() const noexcept { return resp_has_text(type); }
     bool is_aggregate() const noexcept {
         return type == resp_type::array || type == resp_type::map || type == resp_type::set ||
                type == resp_type::attribute || type == resp_type::push;

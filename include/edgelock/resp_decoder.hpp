@@ -61,7 +61,7 @@ public:
 
     // True when bytes of a reply have been seen but the reply is not finished
     // (at the end of the stream: truncated), or after an error.
-    bool in_progress() const noexcept { return seen_ != 0 || failed_; }
+    bool in_progress() const noexcept { return seen_ != 0 || error_ != resp_errc::ok; }
 
 private:
     struct frame {
@@ -79,8 +79,7 @@ private:
     std::size_t seen_ = 0;   // most bytes passed in for this reply
     std::size_t count_ = 0;  // nodes emitted for this reply
     std::uint32_t depth_ = 0;
-    bool failed_ = false;
-    resp_errc error_ = resp_errc::ok;
+    resp_errc error_ = resp_errc::ok;  // sticky until reset()
     std::size_t error_offset_ = 0;
     frame stack_[EDGELOCK_RESP_MAX_DEPTH]{};
 };

@@ -201,13 +201,6 @@ constexpr bool is_type_byte(char c) noexcept {
     }
 }
 
-constexpr bool has_text(resp_type t) noexcept {
-    return t == resp_type::simple_string || t == resp_type::simple_error ||
-           t == resp_type::bulk_string || t == resp_type::bulk_error ||
-           t == resp_type::verbatim_string || t == resp_type::double_number ||
-           t == resp_type::big_number;
-}
-
 resp_type aggregate_type(char t) noexcept {
     switch (t) {
     case '*':
@@ -248,13 +241,11 @@ void resp_decoder::reset() noexcept {
     seen_ = 0;
     count_ = 0;
     depth_ = 0;
-    failed_ = false;
     error_ = resp_errc::ok;
     error_offset_ = 0;
 }
 
 resp_result resp_decoder::fail(resp_errc code, std::size_t offset) noexcept {
-    failed_ = true;
     error_ = code;
     error_offset_ = offset;
     resp_result r;
@@ -289,7 +280,7 @@ bool resp_decoder::finish_element(bool counts, resp_node* nodes) noexcept {
 
 resp_result resp_decoder::decode(const char* data, std::size_t size, resp_node* nodes,
                                  std::size_t capacity) noexcept {
-    if (failed_) {
+    if (error_ != resp_errc::ok) {
         resp_result r;
         r.status = resp_status::error;
         r.error = error_;
@@ -527,7 +518,7 @@ resp_result resp_decoder::decode(const char* data, std::size_t size, resp_node* 
         if (nodes != nullptr) {
             for (std::size_t k = 0; k < count_; ++k) {
                 resp_node& n = nodes[k];
-                n.text.data = has_text(n.type) ? data + n.offset : nullptr;
+                n.text.data = n.has_text() ? data + n.offset : nullptr;
             }
         }
         resp_result r;

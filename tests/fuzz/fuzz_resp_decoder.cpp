@@ -30,21 +30,6 @@ void check(bool ok) {
     }
 }
 
-bool is_string_like(resp_type type) {
-    switch (type) {
-    case resp_type::simple_string:
-    case resp_type::simple_error:
-    case resp_type::bulk_string:
-    case resp_type::double_number:
-    case resp_type::big_number:
-    case resp_type::bulk_error:
-    case resp_type::verbatim_string:
-        return true;
-    default:
-        return false;
-    }
-}
-
 // One decoding session: a decoder, a node array exactly `capacity` long and the
 // exact copy of the input passed to the last call.
 struct session {
@@ -146,7 +131,7 @@ void check_invariants(const resp_result& r, const char* base, std::size_t size,
                 check(n.text.data >= base && n.text.data <= base + r.size);
                 check(n.text.size <= static_cast<std::size_t>(base + r.size - n.text.data));
             }
-            check(is_string_like(n.type) || n.text.size == 0);
+            check(n.has_text() || n.text.size == 0);
             if (n.type == resp_type::verbatim_string) {
                 check(n.text.data != nullptr && n.text.data - 4 >= base);
                 check(n.verbatim_format().size == 3);

@@ -115,17 +115,12 @@ struct runner {
         }
     }
 
-    // Runs l until it reports an event (or 5 s pass, which fails the test).
+    // Runs l until it reports an event (or 5 s pass, which fails the test),
+    // then sends and settles whatever the machine queued with the event.
     lock_event until_event(lock& l) {
         const instant give_up = port::now() + duration::seconds(5);
         lock_event ev;
         for (;;) {
-            if (l.poll_event(ev)) {
-                flush(l);  // cleanups the machine queued with the event
-                read_all();
-                return ev;
-            }
-            REQUIRE(port::now() < give_up);
             flush(l);
             read_all();
             if (l.poll_event(ev)) {
@@ -134,6 +129,7 @@ struct runner {
                 return ev;
             }
             const instant now = port::now();
+            REQUIRE(now < give_up);
             if (now >= l.next_deadline()) {
                 l.on_timeout(now);
             } else {
@@ -149,6 +145,11 @@ lock_options options_for(lock_mode mode) {
     o.ttl = duration::seconds(10);
     o.node_timeout = duration::millis(500);  // qemu and sanitizer builds are slow
     return o;
+}
+
+// Configures l or fails the test.
+void configure(lock& l, const char* name, std::uint8_t nodes, const lock_options& o) {
+    REQUIRE(l.configure(name, nodes, o, system_random()) == lock_errc::ok);
 }
 
 }  // namespace
@@ -172,8 +173,8 @@ TEST_CASE("redis: plain lock acquire, busy, renew, release", "[integration][lock
 
     lock a;
     lock b;
-    REQUIRE(a.configure("job", 1, options_for(lock_mode::plain), system_random()) == lock_errc::ok);
-    REQUIRE(b.configure("job", 1, options_for(lock_mode::plain), system_random()) == lock_errc::ok);
+    configure(a, "job", 1, options_for(lock_mode::plain));
+    configure(b, "job", 1, options_for(lock_mode::plain));
 
     // Against a fresh server the first EVALSHA meets NOSCRIPT: the fallback runs.
     REQUIRE(a.acquire(port::now()) == lock_errc::ok);
@@ -215,7 +216,7 @@ TEST_CASE("redis: a lock taken over cannot be renewed or released by the old own
     redis_client admin(srv.port());
     runner run({&srv});
     lock a;
-    REQUIRE(a.configure("job", 1, options_for(lock_mode::plain), system_random()) == lock_errc::ok);
+    configure(a, "job", 1, options_for(lock_mode::plain));
     REQUIRE(a.acquire(port::now()) == lock_errc::ok);
     REQUIRE(run.until_event(a).kind == lock_event_kind::acquired);
 
@@ -230,8 +231,7 @@ TEST_CASE("redis: a lock taken over cannot be renewed or released by the old own
 
     // A renew never resurrects an expired lock (the default).
     lock c;
-    REQUIRE(c.configure("gone", 1, options_for(lock_mode::plain), system_random()) ==
-            lock_errc::ok);
+    configure(c, "gone", 1, options_for(lock_mode::plain));
     REQUIRE(c.acquire(port::now()) == lock_errc::ok);
     REQUIRE(run.until_event(c).kind == lock_event_kind::acquired);
     admin.command({"DEL", "{gone}"});
@@ -245,7 +245,7 @@ TEST_CASE("redis: NOSCRIPT after SCRIPT FLUSH falls back to EVAL", "[integration
     redis_client admin(srv.port());
     runner run({&srv});
     lock a;
-    REQUIRE(a.configure("job", 1, options_for(lock_mode::plain), system_random()) == lock_errc::ok);
+    configure(a, "job", 1, options_for(lock_mode::plain));
     for (int i = 0; i < 3; ++i) {
         admin.command({"SCRIPT", "FLUSH"});
         REQUIRE(a.acquire(port::now()) == lock_errc::ok);
@@ -266,11 +266,11 @@ TEST_CASE("redis: reentrant locks nest per owner", "[integration][lock]") {
     lock a;
     lock b;
     lock other;
-    REQUIRE(a.configure("res", 1, o, system_random()) == lock_errc::ok);
-    REQUIRE(b.configure("res", 1, o, system_random()) == lock_errc::ok);
+    configure(a, "res", 1, o);
+    configure(b, "res", 1, o);
     lock_options o2 = options_for(lock_mode::reentrant);
     o2.owner = "agent-2:task-1";
-    REQUIRE(other.configure("res", 1, o2, system_random()) == lock_errc::ok);
+    configure(other, "res", 1, o2);
 
     REQUIRE(a.acquire(port::now()) == lock_errc::ok);
     lock_event ev = run.until_event(a);
@@ -301,7 +301,7 @@ TEST_CASE("redis: fenced tokens increase on one node", "[integration][lock]") {
     redis_client admin(srv.port());
     runner run({&srv});
     lock a;
-    REQUIRE(a.configure("f", 1, options_for(lock_mode::fenced), system_random()) == lock_errc::ok);
+    configure(a, "f", 1, options_for(lock_mode::fenced));
     std::uint64_t last = 0;
     for (int i = 0; i < 5; ++i) {
         REQUIRE(a.acquire(port::now()) == lock_errc::ok);
@@ -333,8 +333,7 @@ TEST_CASE("redis: fenced Redlock over 3 servers: max + 1, raised on a quorum, no
     {
         runner run({&s0, &s1, &s2});
         lock l;
-        REQUIRE(l.configure("r", 3, options_for(lock_mode::fenced), system_random()) ==
-                lock_errc::ok);
+        configure(l, "r", 3, options_for(lock_mode::fenced));
         REQUIRE(l.acquire(port::now()) == lock_errc::ok);
         const lock_event ev = run.until_event(l);
         REQUIRE(ev.kind == lock_event_kind::acquired);
@@ -357,8 +356,7 @@ TEST_CASE("redis: fenced Redlock over 3 servers: max + 1, raised on a quorum, no
     {
         runner run({&s0, &s1, &s2});
         lock l;
-        REQUIRE(l.configure("r", 3, options_for(lock_mode::fenced), system_random()) ==
-                lock_errc::ok);
+        configure(l, "r", 3, options_for(lock_mode::fenced));
         for (int i = 0; i < 3; ++i) {
             REQUIRE(l.acquire(port::now()) == lock_errc::ok);
             const lock_event ev = run.until_event(l);
@@ -375,8 +373,7 @@ TEST_CASE("redis: fenced Redlock over 3 servers: max + 1, raised on a quorum, no
     {
         runner run({&s0, &s1, &s2});
         lock l;
-        REQUIRE(l.configure("r", 3, options_for(lock_mode::fenced), system_random()) ==
-                lock_errc::ok);
+        configure(l, "r", 3, options_for(lock_mode::fenced));
         REQUIRE(l.acquire(port::now()) == lock_errc::ok);
         const lock_event ev = run.until_event(l);
         CHECK(ev.kind == lock_event_kind::failed);

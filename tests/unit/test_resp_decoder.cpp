@@ -46,105 +46,6 @@ const char* name_of(resp_status status) {
     return "?";
 }
 
-const char* name_of(resp_errc code) {
-    switch (code) {
-    case resp_errc::ok:
-        return "ok";
-    case resp_errc::bad_type:
-        return "bad_type";
-    case resp_errc::bad_line_end:
-        return "bad_line_end";
-    case resp_errc::line_too_long:
-        return "line_too_long";
-    case resp_errc::bad_integer:
-        return "bad_integer";
-    case resp_errc::integer_overflow:
-        return "integer_overflow";
-    case resp_errc::bad_length:
-        return "bad_length";
-    case resp_errc::length_overflow:
-        return "length_overflow";
-    case resp_errc::bulk_too_long:
-        return "bulk_too_long";
-    case resp_errc::too_many_elements:
-        return "too_many_elements";
-    case resp_errc::too_deep:
-        return "too_deep";
-    case resp_errc::bad_bulk_end:
-        return "bad_bulk_end";
-    case resp_errc::bad_null:
-        return "bad_null";
-    case resp_errc::bad_boolean:
-        return "bad_boolean";
-    case resp_errc::bad_double:
-        return "bad_double";
-    case resp_errc::bad_big_number:
-        return "bad_big_number";
-    case resp_errc::bad_verbatim:
-        return "bad_verbatim";
-    case resp_errc::streamed_unsupported:
-        return "streamed_unsupported";
-    case resp_errc::truncated:
-        return "truncated";
-    case resp_errc::node_capacity:
-        return "node_capacity";
-    case resp_errc::input_shrank:
-        return "input_shrank";
-    }
-    return "?";
-}
-
-const char* name_of(resp_type type) {
-    switch (type) {
-    case resp_type::simple_string:
-        return "simple_string";
-    case resp_type::simple_error:
-        return "simple_error";
-    case resp_type::integer:
-        return "integer";
-    case resp_type::bulk_string:
-        return "bulk_string";
-    case resp_type::array:
-        return "array";
-    case resp_type::null:
-        return "null";
-    case resp_type::boolean:
-        return "boolean";
-    case resp_type::double_number:
-        return "double_number";
-    case resp_type::big_number:
-        return "big_number";
-    case resp_type::bulk_error:
-        return "bulk_error";
-    case resp_type::verbatim_string:
-        return "verbatim_string";
-    case resp_type::map:
-        return "map";
-    case resp_type::set:
-        return "set";
-    case resp_type::attribute:
-        return "attribute";
-    case resp_type::push:
-        return "push";
-    }
-    return "?";
-}
-
-bool is_string_like(resp_type type) {
-    switch (type) {
-    case resp_type::simple_string:
-    case resp_type::simple_error:
-    case resp_type::bulk_string:
-    case resp_type::double_number:
-    case resp_type::big_number:
-    case resp_type::bulk_error:
-    case resp_type::verbatim_string:
-        return true;
-    default:
-        return false;
-    }
-}
-
 bool counts_pairs(resp_type type) {
     return type == resp_type::map || type == resp_type::attribute;
 }
@@ -187,7 +88,7 @@ std::string escaped(const std::string& bytes) {
 
 std::string describe_node(const node_view& n) {
     std::ostringstream os;
-    os << name_of(n.type) << "{count " << n.count << ", end " << n.end << ", text \""
+    os << describe(n.type) << "{count " << n.count << ", end " << n.end << ", text \""
        << escaped(n.text) << "\", integer " << n.integer << "}";
     return os.str();
 }
@@ -233,7 +134,7 @@ std::string describe_decoded(const decoded& d) {
     } else if (d.status == resp_status::incomplete) {
         os << " needed " << d.needed;
     } else {
-        os << " " << name_of(d.error) << " at " << d.offset;
+        os << " " << describe(d.error) << " at " << d.offset;
     }
     return os.str();
 }
@@ -322,11 +223,11 @@ std::string invariant_violations(const resp_result& r, const char* base, std::si
                  n.text.size > static_cast<std::size_t>(base + r.size - n.text.data))) {
                 why += "node " + std::to_string(i) + " text outside the reply; ";
             }
-            if (!is_string_like(n.type) && n.text.size != 0) {
+            if (!n.has_text() && n.text.size != 0) {
                 why += "node " + std::to_string(i) + " of a non-string type has text; ";
             }
             // The payload offset and the view must agree (verbatim: the view skips "txt:").
-            if (is_string_like(n.type) && n.text.size != 0 && n.text.data != base + n.offset &&
+            if (n.has_text() && n.text.size != 0 && n.text.data != base + n.offset &&
                 !(n.type == resp_type::verbatim_string && n.text.data == base + n.offset + 4)) {
                 why += "node " + std::to_string(i) + " offset does not locate its text; ";
             }
@@ -640,7 +541,7 @@ void check_vector(const vector_case& v) {
         CHECK(whole.nodes == v.nodes.size());
         CHECK(whole.tree == v.nodes);
     } else if (v.status == resp_status::error) {
-        CHECK(std::string(name_of(whole.error)) == name_of(v.error));
+        CHECK(std::string(describe(whole.error)) == describe(v.error));
         CHECK(whole.offset == v.where);
     }
 
@@ -1606,7 +1507,7 @@ TEST_CASE("resp decoder: a huge length is never a null or a short bulk, whatever
         resp_decoder decoder(unlimited);
         const resp_result r = decoder.decode(buffer.get(), input.size(), nodes, 4);
         INFO("decoded as " << name_of(r.status) << ", " << r.nodes << " nodes, the first a "
-                           << name_of(nodes[0].type) << " of " << nodes[0].text.size << " bytes");
+                           << describe(nodes[0].type) << " of " << nodes[0].text.size << " bytes");
         CHECK(r.status != resp_status::complete);
         if (r.status == resp_status::incomplete) {
             CHECK(r.needed > input.size());
