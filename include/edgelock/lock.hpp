@@ -44,10 +44,10 @@
 //
 // Outcomes arrive as events: acquired {validity deadline, fencing token},
 // busy {holder's remaining ttl when a node said it}, failed {reason},
-// renewed {validity deadline}, released, lost. The lock is yours only until
-// the validity deadline (the ttl minus the time the round took minus drift),
-// and renewing in time moves it; when renew cannot win a quorum before it,
-// `lost` is reported at the deadline at the latest.
+// renewed {validity deadline}, renew_failed (at risk, retrying), released, lost. The lock is yours
+// only until the validity deadline (the ttl minus the time the round took minus drift), and
+// renewing in time moves it; when renew cannot win a quorum before it, `lost` is reported at the
+// deadline at the latest.
 #pragma once
 
 #include <cstddef>
@@ -168,7 +168,18 @@ enum class lock_state : std::uint8_t {
 
 const char* describe(lock_state state) noexcept;
 
-enum class lock_event_kind : std::uint8_t { acquired, busy, failed, renewed, released, lost };
+// renew_failed: a renew round missed its quorum for want of replies; the lock
+// stays held and is renewed again after a retry delay, but it is at risk: lost
+// follows at the validity deadline unless a later round succeeds.
+enum class lock_event_kind : std::uint8_t {
+    acquired,
+    busy,
+    failed,
+    renewed,
+    released,
+    lost,
+    renew_failed,
+};
 
 const char* describe(lock_event_kind kind) noexcept;
 
@@ -211,7 +222,10 @@ public:
 
     // Operations. Each returns at once; the outcome comes as an event.
     lock_errc acquire(instant now) noexcept;  // from idle
-    lock_errc renew(instant now) noexcept;    // from held
+    // Changes the retry policy of the next acquire (max_tries >= 1, and wait);
+    // allowed whenever no acquisition is in progress.
+    lock_errc set_retry(std::uint32_t max_tries, duration wait) noexcept;
+    lock_errc renew(instant now) noexcept;  // from held
     // From any state but idle: stops whatever is in flight and releases on
     // every node (also those that failed). Ends with `released`.
     lock_errc release(instant now) noexcept;
@@ -226,6 +240,12 @@ public:
     // Outputs.
     lock_transmit poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept;
     instant next_deadline() const noexcept;  // instant::never() when nothing is pending
+    // What poll_transmit(node) would hand out next, without taking it: a
+    // driver uses it to connect a node on demand, and to fail a round's request
+    // at once on a node it knows is down (poll it, then on_disconnected) while
+    // leaving a cleanup queued for when the node is back.
+    enum class pending : std::uint8_t { none, request, cleanup };
+    pending pending_send(std::uint8_t node) const noexcept;
     bool poll_event(lock_event& out) noexcept;
 
     lock_state state() const noexcept { return state_; }

@@ -111,6 +111,8 @@ const char* describe(lock_event_kind kind) noexcept {
         return "released";
     case lock_event_kind::lost:
         return "lost";
+    case lock_event_kind::renew_failed:
+        return "renew failed";
     }
     return "unknown lock event";
 }
@@ -191,6 +193,22 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
     }
     round_kind_ = req::none;
     state_ = lock_state::idle;
+    return lock_errc::ok;
+}
+
+lock_errc lock::set_retry(std::uint32_t max_tries, duration wait) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (state_ == lock_state::acquiring || state_ == lock_state::fencing ||
+        state_ == lock_state::retry_wait) {
+        return lock_errc::busy;
+    }
+    if (max_tries == 0) {
+        return lock_errc::bad_retry;
+    }
+    options_.max_tries = max_tries;
+    options_.wait = wait;
     return lock_errc::ok;
 }
 
@@ -507,6 +525,11 @@ void lock::renew_round_failed(instant now) noexcept {
     if (delay_us < 1000) {
         delay_us = 1000;
     }
+    lock_event ev;
+    ev.kind = lock_event_kind::renew_failed;
+    ev.reason = lock_failure::no_quorum;
+    ev.validity_deadline = validity_;
+    push_event(ev);
     const instant at = now + duration::micros(delay_us);
     if (at >= validity_) {
         // No time for another round; on_timeout reports the loss at the deadline.
@@ -761,6 +784,17 @@ instant lock::next_deadline() const noexcept {
         break;
     }
     return instant::never();
+}
+
+lock::pending lock::pending_send(std::uint8_t node) const noexcept {
+    if (state_ == lock_state::unconfigured || node >= node_count_) {
+        return pending::none;
+    }
+    const slot& s = slots_[node];
+    if ((s.flags & slot_cleanup) != 0) {
+        return pending::cleanup;
+    }
+    return round_open() && s.send != req::none ? pending::request : pending::none;
 }
 
 lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept {

@@ -229,6 +229,8 @@ outcome run_schedule(std::uint64_t seed, bool fenced) {
             me.valid_until = 0;
             schedule_attempt(i);
             break;
+        case lock_event_kind::renew_failed:
+            break;  // still held (until lost)
         case lock_event_kind::released:
         case lock_event_kind::busy:
         case lock_event_kind::failed:
