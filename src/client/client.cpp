@@ -1,0 +1,1247 @@
+// The driver: connections, set-up, pipelining and the service loop.
+//
+// Everything happens in service(): lock timeouts, the watchdog, connection
+// deadlines, starting operations once their nodes are settled, and moving
+// requests from the machines into the connections. It loops until a pass
+// changes nothing, because every step can make work for another (a failed
+// connection fails a round, which queues cleanups for the other nodes).
+#include "edgelock/client.hpp"
+
+#include <string.h>
+
+#include "edgelock/lock_scripts.hpp"
+#include "edgelock/resp_encoder.hpp"
+
+namespace edgelock {
+
+namespace {
+
+// Set-up steps, in the order they go out; each may be skipped.
+enum : std::uint32_t {
+    step_auth = 0,  // HELLO 3 [AUTH] [SETNAME], or AUTH
+    step_select,
+    step_setname,
+    step_script,  // + i for lock_scripts_all[i]
+    step_end = step_script + lock_scripts_count,
+    step_discard = 0xffffffffu,  // a reply whose lock was detached
+};
+
+constexpr std::size_t max_client_name = 64;
+constexpr unsigned max_service_passes = 16;
+
+bool fill_system_random(void*, void* buf, std::size_t size) {
+    return port::random_bytes(buf, size);
+}
+
+bool starts_with_icase(str_view s, str_view prefix) {
+    return s.size >= prefix.size && equals_icase(str_view(s.data, prefix.size), prefix);
+}
+
+bool valid_client_name(str_view name) {
+    if (name.size > max_client_name) {
+        return false;
+    }
+    for (char c : name) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == ':';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+node_error from_net(port::net_status s) {
+    switch (s) {
+    case port::net_status::refused:
+        return node_error::refused;
+    case port::net_status::unreachable:
+    case port::net_status::no_address:
+        return node_error::unreachable;
+    case port::net_status::timed_out:
+        return node_error::connect_timeout;
+    case port::net_status::resolve_failed:
+    case port::net_status::bad_argument:
+        return node_error::resolve_failed;
+    case port::net_status::closed:
+        return node_error::closed;
+    case port::net_status::reset:
+        return node_error::reset;
+    default:
+        return node_error::io_error;
+    }
+}
+
+resp_limits reply_limits() {
+    resp_limits l;
+    l.max_bulk = EDGELOCK_CLIENT_RX_BUFFER;
+    l.max_line = EDGELOCK_CLIENT_RX_BUFFER;
+    l.max_elements = EDGELOCK_CLIENT_REPLY_NODES;
+    return l;
+}
+
+}  // namespace
+
+const char* describe(client_errc code) noexcept {
+    switch (code) {
+    case client_errc::ok:
+        return "ok";
+    case client_errc::not_configured:
+        return "client not configured";
+    case client_errc::bad_node_count:
+        return "bad node count";
+    case client_errc::bad_url:
+        return "bad node URL";
+    case client_errc::tls_not_built_in:
+        return "TLS (rediss://) is not built in";
+    case client_errc::secret_too_long:
+        return "user name or password too long";
+    case client_errc::user_without_password:
+        return "a user name needs a password";
+    case client_errc::bad_option:
+        return "bad client option";
+    case client_errc::in_use:
+        return "locks are attached";
+    case client_errc::already_attached:
+        return "lock already attached";
+    case client_errc::not_attached:
+        return "lock not attached";
+    case client_errc::lock_rejected:
+        return "the lock refused the operation";
+    case client_errc::busy:
+        return "another operation of the lock is in progress";
+    case client_errc::not_held:
+        return "lock not held";
+    case client_errc::deadline:
+        return "operation exceeded its deadline";
+    case client_errc::wait_failed:
+        return "waiting for sockets failed";
+    case client_errc::reentered:
+        return "blocking call from inside a callback";
+    }
+    return "unknown client error";
+}
+
+const char* describe(node_state state) noexcept {
+    switch (state) {
+    case node_state::down:
+        return "down";
+    case node_state::backoff:
+        return "waiting to reconnect";
+    case node_state::connecting:
+        return "connecting";
+    case node_state::handshake:
+        return "setting up";
+    case node_state::ready:
+        return "ready";
+    }
+    return "unknown node state";
+}
+
+const char* describe(node_error error) noexcept {
+    switch (error) {
+    case node_error::none:
+        return "no error";
+    case node_error::refused:
+        return "connection refused";
+    case node_error::unreachable:
+        return "host unreachable";
+    case node_error::resolve_failed:
+        return "host name did not resolve";
+    case node_error::connect_timeout:
+        return "connect timed out";
+    case node_error::auth_failed:
+        return "authentication failed";
+    case node_error::select_failed:
+        return "SELECT failed";
+    case node_error::hello_failed:
+        return "HELLO 3 failed (server without RESP3?)";
+    case node_error::protocol_error:
+        return "malformed reply";
+    case node_error::reply_too_large:
+        return "reply too large";
+    case node_error::unexpected_reply:
+        return "unexpected reply";
+    case node_error::closed:
+        return "connection closed by server";
+    case node_error::reset:
+        return "connection reset";
+    case node_error::stalled:
+        return "server stopped answering";
+    case node_error::io_error:
+        return "socket error";
+    }
+    return "unknown node error";
+}
+
+random_source client_base::system_random() noexcept {
+    random_source r;
+    r.fill = fill_system_random;
+    return r;
+}
+
+// --- configuration ----------------------------------------------------------------
+
+client_errc client_base::configure(const str_view* urls, std::size_t count,
+                                   const client_options& options) noexcept {
+    if (locks_ != nullptr) {
+        return client_errc::in_use;
+    }
+    if (count == 0 || count > capacity_ || urls == nullptr) {
+        return client_errc::bad_node_count;
+    }
+    if (options.connect_timeout.us == 0 || options.stall_timeout.us == 0 ||
+        options.reconnect_min.us == 0 || options.reconnect_min > options.reconnect_max ||
+        !valid_client_name(options.client_name)) {
+        return client_errc::bad_option;
+    }
+    if (options.username.size > node_url_max_secret ||
+        options.password.size > node_url_max_secret) {
+        return client_errc::secret_too_long;
+    }
+    node_address parsed[lock_max_nodes];
+    for (std::size_t i = 0; i < count; ++i) {
+        const url_errc e = parse_node_url(urls[i], parsed[i]);
+        if (e != url_errc::ok) {
+            bad_url_index_ = i;
+            bad_url_error_ = e;
+            return e == url_errc::tls_not_built_in ? client_errc::tls_not_built_in
+                                                   : client_errc::bad_url;
+        }
+        char scratch[node_url_max_secret];
+        if (node_url_decode(parsed[i].user, scratch, sizeof scratch) == SIZE_MAX ||
+            node_url_decode(parsed[i].password, scratch, sizeof scratch) == SIZE_MAX) {
+            bad_url_index_ = i;
+            bad_url_error_ = url_errc::bad_userinfo;
+            return client_errc::secret_too_long;
+        }
+        const bool user = !options.username.empty() || !parsed[i].user.empty();
+        const bool password = !options.password.empty() || parsed[i].has_password;
+        if (user && !password) {
+            bad_url_index_ = i;
+            bad_url_error_ = url_errc::ok;
+            return client_errc::user_without_password;
+        }
+    }
+    disconnect();
+    for (std::uint8_t i = 0; i < capacity_; ++i) {
+        detail::connection& c = conns_[i];
+        c.address = i < count ? parsed[i] : node_address{};
+        c.state = node_state::down;
+        c.error = node_error::none;
+        c.code = 0;
+        c.failures = 0;
+        c.message_size = 0;
+    }
+    node_count_ = static_cast<std::uint8_t>(count);
+    options_ = options;
+    bad_url_index_ = 0;
+    bad_url_error_ = url_errc::ok;
+    return client_errc::ok;
+}
+
+node_info client_base::node(std::uint8_t index) const noexcept {
+    node_info info;
+    if (index >= node_count_) {
+        return info;
+    }
+    const detail::connection& c = conns_[index];
+    info.state = c.state;
+    info.error = c.error;
+    info.code = c.code;
+    info.message = str_view(c.message, c.message_size);
+    return info;
+}
+
+void client_base::shutdown() noexcept {
+    disconnect();
+    while (locks_ != nullptr) {
+        locks_->detach();
+    }
+}
+
+client_base::~client_base() {
+    // client<N> has shut down already (its connections die before this runs).
+    while (locks_ != nullptr) {
+        locks_->detach();
+    }
+}
+
+// --- lock list ----------------------------------------------------------------------
+
+void client_base::link(client_lock& l) noexcept {
+    l.next_ = locks_;
+    locks_ = &l;
+}
+
+void client_base::unlink(client_lock& l) noexcept {
+    for (client_lock** p = &locks_; *p != nullptr; p = &(*p)->next_) {
+        if (*p == &l) {
+            *p = l.next_;
+            break;
+        }
+    }
+    l.next_ = nullptr;
+    // Replies still due for it are read and thrown away.
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        detail::connection& c = conns_[n];
+        for (std::uint16_t i = 0; i < c.fifo_count; ++i) {
+            detail::pending_reply& p = c.fifo[(c.fifo_head + i) % EDGELOCK_CLIENT_PIPELINE];
+            if (p.lock == &l) {
+                p.lock = nullptr;
+                p.tag = step_discard;
+            }
+        }
+    }
+}
+
+// --- connections ----------------------------------------------------------------------
+
+void client_base::disconnect() noexcept {
+    const instant now = port::now();
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        if (conns_[n].fd >= 0) {
+            drop(n, now);
+        }
+        conns_[n].state = node_state::down;
+        conns_[n].failures = 0;
+    }
+}
+
+// Closes the socket and tells every lock with a request on it.
+void client_base::drop(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    if (c.fd >= 0) {
+        port::close(c.fd);
+        c.fd = -1;
+    }
+    c.rx_size = 0;
+    c.tx_size = 0;
+    c.want_write = false;
+    c.setup_step = 0;
+    c.setup_pending = 0;
+    const std::uint16_t count = c.fifo_count;
+    c.fifo_count = 0;
+    c.fifo_head = 0;
+    (void)count;
+    // Every lock hears of it (once), whether or not it had a request out: the
+    // machine ignores a disconnect that concerns nothing of its own.
+    for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+        l->machine_.on_disconnected(n, now);
+        pump_events(*l, now);
+    }
+}
+
+void client_base::fail(std::uint8_t n, node_error why, int code, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.error = why;
+    c.code = code;
+    if (why != node_error::auth_failed && why != node_error::select_failed &&
+        why != node_error::hello_failed) {
+        c.message_size = 0;
+    }
+    drop(n, now);
+    // Exponential backoff with jitter in [delay/2, delay].
+    std::uint64_t delay = options_.reconnect_min.us;
+    for (std::uint8_t i = 0; i < c.failures && delay < options_.reconnect_max.us; ++i) {
+        delay *= 2;
+    }
+    if (delay > options_.reconnect_max.us) {
+        delay = options_.reconnect_max.us;
+    }
+    std::uint64_t jittered = delay;
+    if (!random_between(system_random(), delay / 2, delay, jittered)) {
+        jittered = delay;
+    }
+    if (c.failures < 255) {
+        ++c.failures;
+    }
+    c.state = node_state::backoff;
+    c.deadline = now + duration::micros(jittered);
+}
+
+void client_base::fail_message(std::uint8_t n, node_error why, const resp_node* nodes,
+                               std::size_t count, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.message_size = 0;
+    if (count > 0 && nodes[0].has_text()) {
+        const str_view t = nodes[0].text;
+        std::size_t k = t.size < sizeof c.message ? t.size : sizeof c.message;
+        for (std::size_t i = 0; i < k; ++i) {
+            const char ch = t.data[i];
+            c.message[i] = (ch < 0x20 || ch == 0x7f) ? '?' : ch;
+        }
+        c.message_size = k;
+    }
+    fail(n, why, 0, now);
+}
+
+void client_base::start_connect(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    port::endpoint where;
+    where.host = c.address.host;
+    where.port = c.address.port;
+    where.unix_path = c.address.unix_path;
+    c.deadline = now + options_.connect_timeout;
+    c.attempt = 0;
+    for (;;) {
+        int fd = -1;
+        const port::net_result r = port::connect(where, c.attempt, fd);
+        if (r.status == port::net_status::ok) {
+            c.fd = fd;
+            connected(n, now);
+            return;
+        }
+        if (r.status == port::net_status::in_progress) {
+            c.fd = fd;
+            c.state = node_state::connecting;
+            c.want_write = true;
+            return;
+        }
+        // Another address of the same name may work (IPv6 first, then IPv4).
+        if (c.address.unix_path.empty() && r.status != port::net_status::resolve_failed &&
+            r.status != port::net_status::bad_argument &&
+            r.status != port::net_status::no_address && c.attempt < 8) {
+            c.error = from_net(r.status);
+            c.code = r.code;
+            ++c.attempt;
+            continue;
+        }
+        if (r.status == port::net_status::no_address && c.attempt > 0) {
+            fail(n, c.error, c.code, now);  // the last address's reason
+        } else {
+            fail(n, from_net(r.status), r.code, now);
+        }
+        return;
+    }
+}
+
+void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    const port::net_result r = port::connect_finish(c.fd);
+    if (r.status == port::net_status::ok) {
+        connected(n, now);
+        return;
+    }
+    port::close(c.fd);
+    c.fd = -1;
+    c.error = from_net(r.status);
+    c.code = r.code;
+    // Try the next address within the same deadline.
+    port::endpoint where;
+    where.host = c.address.host;
+    where.port = c.address.port;
+    where.unix_path = c.address.unix_path;
+    while (c.address.unix_path.empty() && c.attempt < 8) {
+        ++c.attempt;
+        int fd = -1;
+        const port::net_result next = port::connect(where, c.attempt, fd);
+        if (next.status == port::net_status::ok) {
+            c.fd = fd;
+            connected(n, now);
+            return;
+        }
+        if (next.status == port::net_status::in_progress) {
+            c.fd = fd;
+            c.want_write = true;
+            return;
+        }
+        if (next.status == port::net_status::no_address ||
+            next.status == port::net_status::resolve_failed) {
+            break;
+        }
+        c.error = from_net(next.status);
+        c.code = next.code;
+    }
+    fail(n, c.error, c.code, now);
+}
+
+void client_base::connected(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.state = node_state::handshake;
+    c.want_write = false;
+    c.rx_size = 0;
+    c.tx_size = 0;
+    c.fifo_head = 0;
+    c.fifo_count = 0;
+    c.setup_step = 0;
+    c.setup_pending = 0;
+    c.message_size = 0;
+    c.progress_at = now;
+    fill_setup(n);
+}
+
+bool client_base::push_pending(std::uint8_t n, client_lock* l, std::uint32_t tag,
+                               instant now) noexcept {
+    detail::connection& c = conns_[n];
+    if (c.fifo_count == EDGELOCK_CLIENT_PIPELINE) {
+        return false;
+    }
+    if (c.fifo_count == 0) {
+        c.progress_at = now;
+    }
+    c.fifo[(c.fifo_head + c.fifo_count) % EDGELOCK_CLIENT_PIPELINE] = detail::pending_reply{l, tag};
+    ++c.fifo_count;
+    return true;
+}
+
+// Writes the set-up requests that fit; the rest follow as the buffer drains.
+void client_base::fill_setup(std::uint8_t n) noexcept {
+    detail::connection& c = conns_[n];
+    const node_address& a = c.address;
+    char user[node_url_max_secret];
+    char password[node_url_max_secret];
+    str_view user_view = options_.username;
+    str_view password_view = options_.password;
+    if (user_view.empty() && !a.user.empty()) {
+        user_view = str_view(user, node_url_decode(a.user, user, sizeof user));
+    }
+    if (password_view.empty() && a.has_password) {
+        password_view = str_view(password, node_url_decode(a.password, password, sizeof password));
+    }
+    const bool auth = !options_.password.empty() || a.has_password;
+    while (c.setup_step < step_end && c.fifo_count < EDGELOCK_CLIENT_PIPELINE) {
+        str_view args[8];
+        std::size_t argc = 0;
+        const std::uint32_t step = c.setup_step;
+        decimal_arg db(static_cast<std::int64_t>(a.db));
+        if (step == step_auth) {
+            if (options_.resp3) {
+                args[argc++] = "HELLO";
+                args[argc++] = "3";
+                if (auth) {
+                    args[argc++] = "AUTH";
+                    args[argc++] = user_view.empty() ? str_view("default") : user_view;
+                    args[argc++] = password_view;
+                }
+                if (!options_.client_name.empty()) {
+                    args[argc++] = "SETNAME";
+                    args[argc++] = options_.client_name;
+                }
+            } else if (auth) {
+                args[argc++] = "AUTH";
+                if (!user_view.empty()) {
+                    args[argc++] = user_view;
+                }
+                args[argc++] = password_view;
+            }
+        } else if (step == step_select) {
+            if (a.db != 0) {
+                args[argc++] = "SELECT";
+                args[argc++] = db.view();
+            }
+        } else if (step == step_setname) {
+            if (!options_.resp3 && !options_.client_name.empty()) {
+                args[argc++] = "CLIENT";
+                args[argc++] = "SETNAME";
+                args[argc++] = options_.client_name;
+            }
+        } else {
+            args[argc++] = "SCRIPT";
+            args[argc++] = "LOAD";
+            args[argc++] = lock_scripts_all[step - step_script]->text;
+        }
+        if (argc == 0) {
+            ++c.setup_step;
+            continue;
+        }
+        const resp_encoded e =
+            resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, argc);
+        if (e.error != resp_encode_errc::ok) {
+            break;  // no room now; the rest goes once the buffer drains
+        }
+        c.tx_size += e.size;
+        c.fifo[(c.fifo_head + c.fifo_count) % EDGELOCK_CLIENT_PIPELINE] =
+            detail::pending_reply{nullptr, step};
+        ++c.fifo_count;
+        ++c.setup_pending;
+        ++c.setup_step;
+    }
+    // Secrets do not linger on the stack longer than needed.
+    volatile char* wipe_user = user;
+    volatile char* wipe_password = password;
+    for (std::size_t i = 0; i < sizeof user; ++i) {
+        wipe_user[i] = 0;
+        wipe_password[i] = 0;
+    }
+}
+
+void client_base::setup_reply(std::uint8_t n, std::uint32_t step, const resp_node* nodes,
+                              std::size_t count, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    --c.setup_pending;
+    const bool error = count > 0 && nodes[0].is_error();
+    if (error) {
+        const str_view text = nodes[0].text;
+        // A server that wants a password says NOAUTH to whatever comes first.
+        if (starts_with_icase(text, "NOAUTH") || starts_with_icase(text, "WRONGPASS")) {
+            fail_message(n, node_error::auth_failed, nodes, count, now);
+            return;
+        }
+        if (step == step_auth) {
+            const bool hello_missing = options_.resp3 && (starts_with_icase(text, "NOPROTO") ||
+                                                          starts_with_icase(text, "ERR unknown"));
+            fail_message(n, hello_missing ? node_error::hello_failed : node_error::auth_failed,
+                         nodes, count, now);
+            return;
+        }
+        if (step == step_select) {
+            fail_message(n, node_error::select_failed, nodes, count, now);
+            return;
+        }
+        // CLIENT SETNAME and SCRIPT LOAD may be denied by an ACL; the scripts
+        // then go as EVAL on NOSCRIPT (or fail there, with the server's reason).
+    }
+    if (c.setup_step == step_end && c.setup_pending == 0) {
+        c.state = node_state::ready;
+        c.error = node_error::none;
+        c.code = 0;
+        c.failures = 0;
+    }
+}
+
+// --- I/O --------------------------------------------------------------------------------
+
+// Moves requests from the machines into the buffer, then the buffer into the
+// socket, until one of them is full or nothing is left.
+void client_base::transmit(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    for (unsigned guard = 0; guard < 1024 && c.fd >= 0; ++guard) {
+        if (c.state == node_state::handshake) {
+            fill_setup(n);
+        } else if (c.state == node_state::ready) {
+            fill(n, now);
+        }
+        if (c.tx_size == 0) {
+            c.want_write = false;
+            return;
+        }
+        const port::net_result r = port::send(c.fd, c.tx, c.tx_size);
+        if (r.status == port::net_status::would_block) {
+            c.want_write = true;
+            return;
+        }
+        if (r.status != port::net_status::ok) {
+            fail(n, from_net(r.status), r.code, now);
+            return;
+        }
+        if (r.size < c.tx_size) {
+            memmove(c.tx, c.tx + r.size, c.tx_size - r.size);
+        }
+        c.tx_size -= r.size;
+    }
+}
+
+void client_base::fill(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+        while (c.fifo_count < EDGELOCK_CLIENT_PIPELINE &&
+               sizeof c.tx - c.tx_size >= lock_max_request) {
+            const lock_transmit t =
+                l->machine_.poll_transmit(n, c.tx + c.tx_size, sizeof c.tx - c.tx_size);
+            if (t.error != lock_errc::ok || t.size == 0) {
+                break;
+            }
+            c.tx_size += t.size;
+            push_pending(n, l, t.tag, now);
+        }
+    }
+}
+
+void client_base::read(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    for (unsigned guard = 0; guard < 1024 && c.fd >= 0; ++guard) {
+        if (c.rx_size == sizeof c.rx) {
+            fail(n, node_error::reply_too_large, 0, now);
+            return;
+        }
+        const port::net_result r = port::recv(c.fd, c.rx + c.rx_size, sizeof c.rx - c.rx_size);
+        if (r.status == port::net_status::would_block) {
+            return;
+        }
+        if (r.status != port::net_status::ok) {
+            fail(n, from_net(r.status), r.code, now);
+            return;
+        }
+        c.rx_size += r.size;
+        process_replies(n, now);
+    }
+}
+
+void client_base::process_replies(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    std::size_t pos = 0;
+    while (c.fd >= 0 && pos < c.rx_size) {
+        resp_decoder decoder(reply_limits());
+        resp_result r =
+            decoder.decode(c.rx + pos, c.rx_size - pos, nodes_, EDGELOCK_CLIENT_REPLY_NODES);
+        if (r.status == resp_status::incomplete) {
+            if (r.needed > sizeof c.rx) {
+                fail(n, node_error::reply_too_large, 0, now);
+                return;
+            }
+            break;
+        }
+        bool kept = true;
+        if (r.status == resp_status::error) {
+            if (r.error != resp_errc::node_capacity) {
+                fail(n,
+                     r.error == resp_errc::bulk_too_long || r.error == resp_errc::line_too_long ||
+                             r.error == resp_errc::too_many_elements
+                         ? node_error::reply_too_large
+                         : node_error::protocol_error,
+                     0, now);
+                return;
+            }
+            // Too many nodes to keep (a large HELLO map): measure it instead.
+            resp_decoder measure(reply_limits());
+            r = measure.decode(c.rx + pos, c.rx_size - pos, nullptr, 0);
+            if (r.status == resp_status::incomplete) {
+                break;
+            }
+            if (r.status == resp_status::error) {
+                fail(n, node_error::protocol_error, 0, now);
+                return;
+            }
+            kept = false;
+        }
+        const char first = c.rx[pos];
+        pos += r.size;
+        c.progress_at = now;
+        if (first == '>') {
+            continue;  // a RESP3 push (tracking, pub/sub): nothing we asked for
+        }
+        if (c.fifo_count == 0) {
+            fail(n, node_error::unexpected_reply, 0, now);
+            return;
+        }
+        const detail::pending_reply p = c.fifo[c.fifo_head];
+        c.fifo_head = static_cast<std::uint16_t>((c.fifo_head + 1) % EDGELOCK_CLIENT_PIPELINE);
+        --c.fifo_count;
+        if (p.lock == nullptr) {
+            if (p.tag == step_discard) {
+                continue;
+            }
+            if (!kept) {
+                // Only an error needs reading, and an error is one node.
+                resp_node err;
+                err.type = first == '-' ? resp_type::simple_error : resp_type::map;
+                setup_reply(n, p.tag, &err, first == '-' || first == '!' ? 1 : 0, now);
+            } else {
+                setup_reply(n, p.tag, nodes_, r.nodes, now);
+            }
+            continue;
+        }
+        if (!kept) {
+            fail(n, node_error::unexpected_reply, 0, now);
+            return;
+        }
+        p.lock->machine_.on_reply(n, p.tag, nodes_, r.nodes, now);
+        pump_events(*p.lock, now);
+    }
+    if (c.fd < 0) {
+        return;  // dropped meanwhile; the buffer is already empty
+    }
+    if (pos > 0) {
+        memmove(c.rx, c.rx + pos, c.rx_size - pos);
+        c.rx_size -= pos;
+    }
+}
+
+// --- events and the service loop ----------------------------------------------------------
+
+void client_base::pump_events(client_lock& l, instant now) noexcept {
+    lock_event ev;
+    while (l.machine_.poll_event(ev)) {
+        l.last_event_ = ev;
+        switch (ev.kind) {
+        case lock_event_kind::acquired:
+        case lock_event_kind::renewed: {
+            duration every = l.watchdog_.renew_every;
+            if (every.us == 0) {
+                every = duration::micros(l.ttl_.us / 3);
+            }
+            l.renew_at_ = l.watchdog_.enabled ? now + every : instant::never();
+            break;
+        }
+        case lock_event_kind::renew_failed:
+            break;
+        default:
+            l.renew_at_ = instant::never();
+            break;
+        }
+        if (l.running_ != client_lock::op::none) {
+            bool ends = false;
+            switch (l.running_) {
+            case client_lock::op::acquire:
+                ends = ev.kind == lock_event_kind::acquired || ev.kind == lock_event_kind::busy ||
+                       ev.kind == lock_event_kind::failed;
+                break;
+            case client_lock::op::renew:
+                ends = ev.kind == lock_event_kind::renewed || ev.kind == lock_event_kind::lost;
+                break;
+            case client_lock::op::release:
+                ends = ev.kind == lock_event_kind::released;
+                break;
+            case client_lock::op::none:
+                break;
+            }
+            if (ends) {
+                l.running_ = client_lock::op::none;
+                l.done_ = true;
+                l.done_event_ = ev;
+            }
+        }
+        if (l.callback_ != nullptr) {
+            const bool outer = in_callback_;
+            in_callback_ = true;
+            l.callback_(l.callback_ctx_, l, ev);
+            in_callback_ = outer;
+        }
+    }
+}
+
+bool client_base::node_settled(std::uint8_t n) const noexcept {
+    const node_state s = conns_[n].state;
+    return s == node_state::ready || s == node_state::backoff || s == node_state::down;
+}
+
+bool client_base::lock_active(const client_lock& l) const noexcept {
+    return l.pending_ != client_lock::op::none || l.running_ != client_lock::op::none ||
+           l.machine_.state() != lock_state::idle;
+}
+
+void client_base::begin(client_lock& l, instant now) noexcept {
+    const client_lock::op kind = l.pending_;
+    l.pending_ = client_lock::op::none;
+    lock_errc e = lock_errc::ok;
+    switch (kind) {
+    case client_lock::op::acquire:
+        e = l.machine_.set_retry(l.max_tries_, l.wait_);
+        if (e == lock_errc::ok) {
+            e = l.machine_.acquire(now);
+        }
+        break;
+    case client_lock::op::renew:
+        e = l.machine_.state() == lock_state::renewing ? lock_errc::ok : l.machine_.renew(now);
+        break;
+    case client_lock::op::release:
+        e = l.machine_.state() == lock_state::idle ? lock_errc::not_held : l.machine_.release(now);
+        break;
+    case client_lock::op::none:
+        return;
+    }
+    if (e != lock_errc::ok) {
+        // The lock moved on while its nodes connected (it was lost, say): the
+        // operation ends without an event of its own.
+        l.done_ = true;
+        l.done_error_ =
+            e == lock_errc::not_held ? client_errc::not_held : client_errc::lock_rejected;
+        l.lock_error_ = e;
+        l.running_ = client_lock::op::none;
+        return;
+    }
+    l.running_ = kind;
+    pump_events(l, now);  // renew can report lost at once
+}
+
+void client_base::service(instant now) noexcept {
+    if (node_count_ == 0) {
+        return;
+    }
+    for (unsigned pass = 0; pass < max_service_passes; ++pass) {
+        bool changed = false;
+        // Lock deadlines and the watchdog.
+        for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+            if (l->machine_.next_deadline() <= now) {
+                l->machine_.on_timeout(now);
+                pump_events(*l, now);
+            }
+            if (l->renew_at_ <= now) {
+                l->renew_at_ = instant::never();
+                if (l->machine_.state() == lock_state::held &&
+                    l->pending_ == client_lock::op::none && l->running_ == client_lock::op::none) {
+                    l->pending_ = client_lock::op::renew;
+                    changed = true;
+                }
+            }
+        }
+        // Connection deadlines.
+        for (std::uint8_t n = 0; n < node_count_; ++n) {
+            detail::connection& c = conns_[n];
+            if ((c.state == node_state::connecting || c.state == node_state::handshake) &&
+                c.deadline <= now) {
+                fail(n, node_error::connect_timeout, 0, now);
+                changed = true;
+            } else if (c.state == node_state::ready && c.fifo_count > 0 &&
+                       c.progress_at + options_.stall_timeout <= now) {
+                fail(n, node_error::stalled, 0, now);
+                changed = true;
+            }
+        }
+        // Connect nodes someone needs.
+        bool needed = connect_wanted_;
+        for (client_lock* l = locks_; l != nullptr && !needed; l = l->next_) {
+            needed = lock_active(*l);
+        }
+        for (std::uint8_t n = 0; n < node_count_; ++n) {
+            detail::connection& c = conns_[n];
+            bool wants = needed;
+            for (client_lock* l = locks_; l != nullptr && !wants; l = l->next_) {
+                wants = l->machine_.pending_send(n) != lock::pending::none;
+            }
+            if (wants && (c.state == node_state::down ||
+                          (c.state == node_state::backoff && c.deadline <= now))) {
+                start_connect(n, now);
+                changed = true;
+            }
+        }
+        // Start operations once no node of theirs is still connecting.
+        bool settled = true;
+        for (std::uint8_t n = 0; n < node_count_; ++n) {
+            settled = settled && node_settled(n);
+        }
+        if (settled) {
+            for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+                if (l->pending_ != client_lock::op::none) {
+                    begin(*l, now);
+                    changed = true;
+                }
+            }
+        }
+        // Requests: out on ready connections; failed at once on nodes that
+        // are down (a cleanup stays queued for when the node is back).
+        for (std::uint8_t n = 0; n < node_count_; ++n) {
+            detail::connection& c = conns_[n];
+            if (c.state == node_state::ready || c.state == node_state::handshake) {
+                const std::size_t before = c.fifo_count;
+                transmit(n, now);
+                changed = changed || c.fifo_count != before;
+            } else if (c.state == node_state::backoff || c.state == node_state::down) {
+                for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+                    if (l->machine_.pending_send(n) == lock::pending::request) {
+                        char scratch[lock_max_request];
+                        l->machine_.poll_transmit(n, scratch, sizeof scratch);
+                        l->machine_.on_disconnected(n, now);
+                        pump_events(*l, now);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if (!changed) {
+            return;
+        }
+    }
+}
+
+// --- event-loop API ---------------------------------------------------------------------
+
+std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) const noexcept {
+    std::size_t count = 0;
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        const detail::connection& c = conns_[n];
+        if (c.fd < 0) {
+            continue;
+        }
+        if (count < capacity) {
+            port::wait_entry& e = out[count];
+            e.fd = c.fd;
+            e.ready = 0;
+            if (c.state == node_state::connecting) {
+                e.want = port::want_write;
+            } else {
+                e.want = static_cast<std::uint8_t>(port::want_read |
+                                                   (c.want_write ? port::want_write : 0));
+            }
+        }
+        ++count;
+    }
+    return count;
+}
+
+instant client_base::next_deadline() const noexcept {
+    instant next = instant::never();
+    bool active = connect_wanted_;
+    for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
+        next = earliest(next, l->machine_.next_deadline());
+        next = earliest(next, l->renew_at_);
+        active = active || lock_active(*l);
+        for (std::uint8_t n = 0; n < node_count_ && !active; ++n) {
+            active = l->machine_.pending_send(n) != lock::pending::none;
+        }
+    }
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        const detail::connection& c = conns_[n];
+        if (c.state == node_state::connecting || c.state == node_state::handshake) {
+            next = earliest(next, c.deadline);
+        } else if (c.state == node_state::backoff && active) {
+            next = earliest(next, c.deadline);
+        } else if (c.state == node_state::ready && c.fifo_count > 0) {
+            next = earliest(next, c.progress_at + options_.stall_timeout);
+        }
+    }
+    return next;
+}
+
+void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcept {
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        detail::connection& c = conns_[n];
+        if (c.fd != fd || fd < 0) {
+            continue;
+        }
+        if (c.state == node_state::connecting) {
+            if ((events & (port::want_write | port::ready_error)) != 0) {
+                connect_ready(n, now);
+            }
+            return;
+        }
+        if ((events & (port::want_read | port::ready_error)) != 0) {
+            read(n, now);
+        }
+        if (c.fd >= 0 && (events & port::want_write) != 0) {
+            transmit(n, now);
+        }
+        return;
+    }
+}
+
+void client_base::on_ready(int fd, std::uint8_t events) noexcept {
+    const instant now = port::now();
+    handle_ready(fd, events, now);
+    service(now);
+}
+
+void client_base::on_timeout() noexcept {
+    service(port::now());
+}
+
+// One wait for I/O, at most until `until`, then service.
+client_errc client_base::step(instant until) noexcept {
+    port::wait_entry entries[lock_max_nodes];
+    const std::size_t count = wanted(entries, lock_max_nodes);
+    const instant deadline = earliest(next_deadline(), until);
+    const int ready = port::wait(entries, count, deadline);
+    if (ready < 0) {
+        return client_errc::wait_failed;
+    }
+    const instant now = port::now();
+    for (std::size_t i = 0; i < count && ready > 0; ++i) {
+        if (entries[i].ready != 0) {
+            handle_ready(entries[i].fd, entries[i].ready, now);
+        }
+    }
+    service(now);
+    return client_errc::ok;
+}
+
+client_errc client_base::run_until(instant deadline) noexcept {
+    if (in_callback_) {
+        return client_errc::reentered;
+    }
+    if (node_count_ == 0) {
+        return client_errc::not_configured;
+    }
+    service(port::now());
+    while (port::now() < deadline) {
+        const client_errc e = step(deadline);
+        if (e != client_errc::ok) {
+            return e;
+        }
+    }
+    return client_errc::ok;
+}
+
+std::uint8_t client_base::connect(instant deadline) noexcept {
+    if (in_callback_ || node_count_ == 0) {
+        return 0;
+    }
+    connect_wanted_ = true;
+    service(port::now());
+    for (;;) {
+        bool settled = true;
+        for (std::uint8_t n = 0; n < node_count_; ++n) {
+            settled = settled && node_settled(n);
+        }
+        if (settled || port::now() >= deadline || step(deadline) != client_errc::ok) {
+            break;
+        }
+    }
+    connect_wanted_ = false;
+    std::uint8_t ready = 0;
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        ready = static_cast<std::uint8_t>(ready + (conns_[n].state == node_state::ready ? 1 : 0));
+    }
+    return ready;
+}
+
+// --- client_lock --------------------------------------------------------------------------
+
+client_errc client_lock::attach(client_base& c, str_view name, const lock_options& options,
+                                const watchdog_options& watchdog) noexcept {
+    if (client_ != nullptr) {
+        return client_errc::already_attached;
+    }
+    if (c.node_count_ == 0) {
+        return client_errc::not_configured;
+    }
+    if (watchdog.enabled && watchdog.renew_every.us != 0 && watchdog.renew_every >= options.ttl) {
+        return client_errc::bad_option;
+    }
+    const lock_errc e =
+        machine_.configure(name, c.node_count_, options, client_base::system_random());
+    lock_error_ = e;
+    if (e != lock_errc::ok) {
+        return client_errc::lock_rejected;
+    }
+    client_ = &c;
+    watchdog_ = watchdog;
+    ttl_ = options.ttl;
+    max_tries_ = options.max_tries;
+    wait_ = options.wait;
+    renew_at_ = instant::never();
+    pending_ = op::none;
+    running_ = op::none;
+    c.link(*this);
+    return client_errc::ok;
+}
+
+void client_lock::detach() noexcept {
+    if (client_ == nullptr) {
+        return;
+    }
+    client_->unlink(*this);
+    client_ = nullptr;
+    pending_ = op::none;
+    running_ = op::none;
+    renew_at_ = instant::never();
+}
+
+bool client_lock::held() const noexcept {
+    return machine_.held() && port::now() < machine_.validity_deadline();
+}
+
+client_errc client_lock::start(op kind) noexcept {
+    if (client_ == nullptr) {
+        return client_errc::not_attached;
+    }
+    const lock_state s = machine_.state();
+    switch (kind) {
+    case op::acquire:
+        if (s != lock_state::idle || pending_ != op::none || running_ != op::none) {
+            return client_errc::busy;
+        }
+        break;
+    case op::renew:
+        if (s == lock_state::idle) {
+            return pending_ == op::none ? client_errc::not_held : client_errc::busy;
+        }
+        if (s != lock_state::held && s != lock_state::renewing) {
+            return client_errc::busy;  // acquiring or releasing
+        }
+        if (pending_ == op::renew || running_ == op::renew || s == lock_state::renewing) {
+            // The watchdog's renew is under way: its outcome is the answer.
+            if (pending_ != op::renew) {
+                running_ = op::renew;
+            }
+            done_ = false;
+            done_error_ = client_errc::ok;
+            return client_errc::ok;
+        }
+        break;
+    case op::release:
+        // Stops anything else of this lock, as the machine's release does.
+        if (s == lock_state::idle) {
+            pending_ = op::none;
+            return client_errc::not_held;
+        }
+        break;
+    case op::none:
+        return client_errc::bad_option;
+    }
+    pending_ = kind;
+    running_ = op::none;
+    done_ = false;
+    done_error_ = client_errc::ok;
+    if (!client_->in_callback_) {
+        client_->service(port::now());
+    }
+    return client_errc::ok;
+}
+
+client_errc client_lock::start_acquire(std::uint32_t max_tries, duration wait) noexcept {
+    if (max_tries == 0) {
+        return client_errc::bad_option;
+    }
+    max_tries_ = max_tries;
+    wait_ = wait;
+    return start(op::acquire);
+}
+
+client_errc client_lock::start_renew() noexcept {
+    return start(op::renew);
+}
+
+client_errc client_lock::start_release() noexcept {
+    return start(op::release);
+}
+
+op_result client_lock::run(op kind) noexcept {
+    op_result out;
+    if (client_ != nullptr && client_->in_callback_) {
+        out.error = client_errc::reentered;
+        return out;
+    }
+    out.error = start(kind);
+    if (out.error != client_errc::ok) {
+        return out;
+    }
+    // A bound that no correct run reaches: connect, the operation's own time
+    // (its wait, or the validity it can renew within), and slack.
+    const client_options& co = client_->options_;
+    duration span = co.connect_timeout + co.connect_timeout + ttl_ + duration::seconds(5);
+    if (kind == op::acquire) {
+        span = span + wait_;
+    }
+    const instant bound = port::now() + span;
+    while (!done_) {
+        if (client_ == nullptr) {
+            out.error = client_errc::not_attached;
+            return out;
+        }
+        if (port::now() >= bound) {
+            out.error = client_errc::deadline;
+            return out;
+        }
+        const client_errc e = client_->step(bound);
+        if (e != client_errc::ok) {
+            out.error = e;
+            return out;
+        }
+    }
+    out.error = done_error_;
+    out.lock_error = done_error_ == client_errc::ok ? lock_errc::ok : lock_error_;
+    out.event = done_event_;
+    return out;
+}
+
+op_result client_lock::try_acquire() noexcept {
+    max_tries_ = 1;
+    return run(op::acquire);
+}
+
+op_result client_lock::acquire(duration wait) noexcept {
+    max_tries_ = UINT32_MAX;
+    wait_ = wait;
+    return run(op::acquire);
+}
+
+op_result client_lock::renew() noexcept {
+    return run(op::renew);
+}
+
+op_result client_lock::release() noexcept {
+    return run(op::release);
+}
+
+}  // namespace edgelock
