@@ -243,7 +243,9 @@ public:
 
     // Connects every node that is not connected (a node in backoff waits for
     // it) and returns once each is ready or has failed, or at `deadline`.
-    // Returns how many nodes are ready. Optional: operations connect on demand.
+    // Returns how many nodes are ready. Optional: operations connect on demand,
+    // but wait for a node's set-up only up to the lock's node_timeout; over a
+    // slow link call connect() once after configure().
     std::uint8_t connect(instant deadline) noexcept;
 
     // Drops every connection (locks with requests in flight see a disconnect).
@@ -397,6 +399,8 @@ private:
     client_errc done_error_ = client_errc::ok;
     lock_event done_event_;
     duration ttl_{};
+    duration node_timeout_{};
+    instant pending_since_;  // when pending_ was set
     std::uint32_t max_tries_ = 1;
     duration wait_{};
 };

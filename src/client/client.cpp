@@ -862,6 +862,7 @@ void client_base::service(instant now) noexcept {
                 if (l->machine_.state() == lock_state::held &&
                     l->pending_ == client_lock::op::none && l->running_ == client_lock::op::none) {
                     l->pending_ = client_lock::op::renew;
+                    l->pending_since_ = now;
                     changed = true;
                 }
             }
@@ -896,17 +897,19 @@ void client_base::service(instant now) noexcept {
                 changed = true;
             }
         }
-        // Start operations once no node of theirs is still connecting.
+        // Start operations once no node is still connecting, or once they
+        // have waited a node_timeout for one: a node stuck in set-up (a frozen
+        // server completes the TCP handshake) then counts as a "no" like any
+        // node that does not answer in time, instead of holding up the round.
         bool settled = true;
         for (std::uint8_t n = 0; n < node_count_; ++n) {
             settled = settled && node_settled(n);
         }
-        if (settled) {
-            for (client_lock* l = locks_; l != nullptr; l = l->next_) {
-                if (l->pending_ != client_lock::op::none) {
-                    begin(*l, now);
-                    changed = true;
-                }
+        for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+            if (l->pending_ != client_lock::op::none &&
+                (settled || l->pending_since_ + l->node_timeout_ <= now)) {
+                begin(*l, now);
+                changed = true;
             }
         }
         // Requests: out on ready connections; failed at once on nodes that
@@ -966,6 +969,9 @@ instant client_base::next_deadline() const noexcept {
     for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
         next = earliest(next, l->machine_.next_deadline());
         next = earliest(next, l->renew_at_);
+        if (l->pending_ != client_lock::op::none) {
+            next = earliest(next, l->pending_since_ + l->node_timeout_);
+        }
         active = active || lock_active(*l);
         for (std::uint8_t n = 0; n < node_count_ && !active; ++n) {
             active = l->machine_.pending_send(n) != lock::pending::none;
@@ -1097,6 +1103,7 @@ client_errc client_lock::attach(client_base& c, str_view name, const lock_option
     client_ = &c;
     watchdog_ = watchdog;
     ttl_ = options.ttl;
+    node_timeout_ = options.node_timeout;
     max_tries_ = options.max_tries;
     wait_ = options.wait;
     renew_at_ = instant::never();
@@ -1124,6 +1131,15 @@ bool client_lock::held() const noexcept {
 client_errc client_lock::start(op kind) noexcept {
     if (client_ == nullptr) {
         return client_errc::not_attached;
+    }
+    const instant now = port::now();
+    if (!client_->in_callback_) {
+        // Bring the machine up to date first: a lock whose validity ended while
+        // nobody drove the client is lost, not busy.
+        client_->service(now);
+    } else if (machine_.next_deadline() <= now) {
+        machine_.on_timeout(now);
+        client_->pump_events(*this, now);
     }
     const lock_state s = machine_.state();
     switch (kind) {
@@ -1160,11 +1176,12 @@ client_errc client_lock::start(op kind) noexcept {
         return client_errc::bad_option;
     }
     pending_ = kind;
+    pending_since_ = now;
     running_ = op::none;
     done_ = false;
     done_error_ = client_errc::ok;
     if (!client_->in_callback_) {
-        client_->service(port::now());
+        client_->service(now);
     }
     return client_errc::ok;
 }

@@ -167,7 +167,8 @@ void redis_server::start() {
         ::execvp(argv[0], argv.data());
         ::_exit(127);
     }
-    // Ready when it answers PING over TCP.
+    // Ready when it answers PING over TCP (NOAUTH from a server started with
+    // --requirepass is an answer too).
     const double deadline = now_s() + 10.0;
     while (now_s() < deadline) {
         int status = 0;
@@ -178,7 +179,8 @@ void redis_server::start() {
         }
         try {
             redis_client c(port_, 1.0);
-            if (c.command({"PING"}).text == "PONG") {
+            const reply r = c.command({"PING"});
+            if (r.text == "PONG" || (r.type == '-' && r.text.compare(0, 6, "NOAUTH") == 0)) {
                 return;
             }
         } catch (const std::exception&) {
