@@ -25,7 +25,8 @@
 // c.wanted(), sleep until c.next_deadline(), then call c.on_ready(fd, events)
 // or c.on_timeout(); start operations with job.start_acquire() and friends and
 // learn their outcome from the lock's callback. The set of fds changes when
-// connections are made or dropped: ask wanted() again after every call.
+// connections are made or dropped: ask wanted() again after every call (and
+// re-register: a closed fd's number can come back for a new connection).
 //
 // Nothing runs behind your back: the watchdog renews, reconnects happen and
 // callbacks fire only inside the client's calls (blocking operations,
@@ -36,6 +37,12 @@
 // backoff between attempts. Set-up pipelines AUTH (or HELLO 3 AUTH), SELECT,
 // CLIENT SETNAME and SCRIPT LOAD of the lock scripts. A node whose set-up
 // failed reports why through node(i): connection refused, wrong password, ...
+// Host names are resolved on every connect, by the system resolver, which
+// blocks; numeric addresses never touch it.
+//
+// Callbacks may start operations (start_acquire/renew/release) on any lock.
+// They must not call blocking functions (those return `reentered`), and must
+// not detach or destroy a lock: do that after the client's call returns.
 // Not thread-safe: one thread drives a client and its locks.
 #pragma once
 
@@ -87,8 +94,8 @@ static_assert(EDGELOCK_CLIENT_REPLY_NODES >= 16, "EDGELOCK_CLIENT_REPLY_NODES mu
 
 namespace edgelock {
 
-// Local misuse and set-up errors, returned by the call that made them; nothing
-// changes when a call returns one.
+// Local misuse and set-up errors, returned by the call that made them. A call
+// that returns one changed nothing, except where noted (deadline, wait_failed).
 enum class client_errc : std::uint8_t {
     ok = 0,
     not_configured,         // configure() has not succeeded
@@ -106,7 +113,9 @@ enum class client_errc : std::uint8_t {
     not_held,               // renew or release of a lock that is not held
     deadline,               // a blocking call's own bound passed (a bug guard; never expected)
     wait_failed,            // the port's wait() failed
-    reentered,              // a blocking call from inside a callback
+    // (After deadline or wait_failed the operation is abandoned: one not yet
+    // started is dropped, an acquisition under way is released.)
+    reentered,  // a blocking call from inside a callback
 };
 
 const char* describe(client_errc code) noexcept;
@@ -151,6 +160,7 @@ enum class node_error : std::uint8_t {
     connect_timeout,   // connect or set-up took longer than connect_timeout
     auth_failed,       // AUTH / HELLO AUTH refused (see message)
     select_failed,     // SELECT refused (see message)
+    setup_failed,      // another set-up refusal: LOADING, max clients... (see message)
     hello_failed,      // HELLO 3 refused: the server does not speak RESP3 (see message)
     protocol_error,    // a malformed reply
     reply_too_large,   // a reply longer than EDGELOCK_CLIENT_RX_BUFFER
@@ -172,7 +182,7 @@ struct node_info {
 
 // The outcome of a blocking operation.
 struct op_result {
-    client_errc error = client_errc::ok;   // not ok: nothing was started
+    client_errc error = client_errc::ok;   // not ok: see client_errc
     lock_errc lock_error = lock_errc::ok;  // when error is lock_rejected
     lock_event event;                      // ok: the event that ended the operation
 };
@@ -188,7 +198,8 @@ class client_lock;
 
 // Told of every event of a lock: acquired, busy, failed, renewed, released,
 // lost, and renew_failed (a renew round missed its quorum; the lock is retried
-// and kept, but at risk until the validity deadline).
+// and kept, but at risk until the validity deadline). An acquisition the
+// machine could not even start (no random bytes) is reported as failed.
 using lock_callback = void (*)(void* ctx, client_lock& lock, const lock_event& event);
 
 namespace detail {
@@ -241,8 +252,8 @@ public:
     std::uint8_t node_count() const noexcept { return node_count_; }
     node_info node(std::uint8_t index) const noexcept;
 
-    // Connects every node that is not connected (a node in backoff waits for
-    // it) and returns once each is ready or has failed, or at `deadline`.
+    // Connects every node that is down or whose backoff has ended, and returns
+    // once each is ready or has failed (or is in backoff), or at `deadline`.
     // Returns how many nodes are ready. Optional: operations connect on demand,
     // but wait for a node's set-up only up to the lock's node_timeout; over a
     // slow link call connect() once after configure().
@@ -262,8 +273,13 @@ public:
     std::size_t wanted(port::wait_entry* out, std::size_t capacity) const noexcept;
     // When the client must be called next: on_timeout() at this instant.
     instant next_deadline() const noexcept;
-    // The fd is ready (port::want_read / want_write / ready_error bits).
+    // The fd is ready (port::want_read / want_write / ready_error bits). With
+    // several ready fds from one wait, prefer the batch form: the single form
+    // services the client after each fd, which may open a connection that
+    // reuses the number of an fd still in your batch (harmless: a stale
+    // report is recognised, but it costs a system call).
     void on_ready(int fd, std::uint8_t events) noexcept;
+    void on_ready(const port::wait_entry* entries, std::size_t count) noexcept;
     // Any time at or after next_deadline(); an early call does nothing harmful.
     void on_timeout() noexcept;
 
@@ -304,6 +320,7 @@ private:
     void begin(client_lock& l, instant now) noexcept;
     bool push_pending(std::uint8_t n, client_lock* l, std::uint32_t tag, instant now) noexcept;
     bool node_settled(std::uint8_t n) const noexcept;
+    bool node_wanted(std::uint8_t n) const noexcept;
     bool lock_active(const client_lock& l) const noexcept;
 
     detail::connection* conns_;
@@ -364,6 +381,7 @@ public:
     // --- event-loop API: starts the operation; the callback tells the outcome ---
     client_errc start_acquire(std::uint32_t max_tries, duration wait) noexcept;
     client_errc start_renew() noexcept;
+    // Also cancels an acquisition that is waiting for its nodes to connect.
     client_errc start_release() noexcept;
 
     // Held now: the machine says held and the validity deadline is ahead.
@@ -383,6 +401,7 @@ private:
 
     client_errc start(op kind) noexcept;
     op_result run(op kind) noexcept;
+    void abandon() noexcept;
 
     lock machine_;
     client_base* client_ = nullptr;
@@ -393,11 +412,9 @@ private:
     instant renew_at_ = instant::never();
     lock_event last_event_;
     lock_errc lock_error_ = lock_errc::ok;
-    op pending_ = op::none;  // started by the user, waiting for connections
-    op running_ = op::none;  // handed to the machine, outcome not yet known
-    bool done_ = false;      // the running operation ended
-    client_errc done_error_ = client_errc::ok;
-    lock_event done_event_;
+    op pending_ = op::none;        // started by the user, waiting for connections
+    op running_ = op::none;        // handed to the machine, outcome not yet known
+    op_result* waiter_ = nullptr;  // a blocking call waiting for the running operation
     duration ttl_{};
     duration node_timeout_{};
     instant pending_since_;  // when pending_ was set

@@ -6,9 +6,12 @@
 // (port/posix) on Linux and other POSIX systems, or your own on an RTOS, the
 // way lwIP links a sys_arch.
 //
-// Sockets are plain int handles (POSIX and lwIP alike). Every call returns at
-// once: connect() starts a connection, send()/recv() move what they can and
-// say would_block otherwise, and wait() is the one place the driver sleeps.
+// Sockets are plain int handles (POSIX and lwIP alike). The calls do not wait
+// for the network: connect() starts a connection, send()/recv() move what they
+// can and say would_block otherwise, and wait() is the one place the driver
+// sleeps. The exception is name resolution: connect() to a host *name* asks
+// the system resolver, which blocks (for seconds when DNS is unreachable).
+// Give nodes numeric addresses where that matters.
 #pragma once
 
 #include <cstddef>
@@ -71,7 +74,8 @@ struct endpoint {
 // keepalive, close-on-exec, and never a SIGPIPE.
 net_result connect(const endpoint& where, unsigned attempt, int& fd) noexcept;
 
-// After an in_progress connect() reported writable: ok, or why it failed.
+// After an in_progress connect() reported writable: ok, or why it failed;
+// in_progress again when it is in fact still connecting (keep waiting).
 net_result connect_finish(int fd) noexcept;
 
 // Partial sends and receives are normal; EINTR is retried inside.

@@ -356,6 +356,17 @@ net_result connect_finish(int fd) noexcept {
         const int e = errno;
         return make_result(net_status::error, e);
     }
+    if (err == 0) {
+        // SO_ERROR is 0 both when connected and while still connecting: a
+        // stale readiness report must not pass for a finished connect.
+        sockaddr_storage peer;
+        socklen_t peer_size = static_cast<socklen_t>(sizeof peer);
+        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0) {
+            const int e = errno;
+            return make_result(e == ENOTCONN ? net_status::in_progress : net_status::error, e);
+        }
+        return make_result(net_status::ok);
+    }
     return make_result(connect_status(err), err);
 }
 

@@ -154,6 +154,8 @@ const char* describe(node_error error) noexcept {
         return "authentication failed";
     case node_error::select_failed:
         return "SELECT failed";
+    case node_error::setup_failed:
+        return "server refused the connection set-up";
     case node_error::hello_failed:
         return "HELLO 3 failed (server without RESP3?)";
     case node_error::protocol_error:
@@ -326,9 +328,11 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
     (void)count;
     // Every lock hears of it (once), whether or not it had a request out: the
     // machine ignores a disconnect that concerns nothing of its own.
-    for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+    for (client_lock* l = locks_; l != nullptr;) {
+        client_lock* next = l->next_;
         l->machine_.on_disconnected(n, now);
         pump_events(*l, now);
+        l = next;
     }
 }
 
@@ -337,7 +341,7 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now) no
     c.error = why;
     c.code = code;
     if (why != node_error::auth_failed && why != node_error::select_failed &&
-        why != node_error::hello_failed) {
+        why != node_error::hello_failed && why != node_error::setup_failed) {
         c.message_size = 0;
     }
     drop(n, now);
@@ -422,6 +426,9 @@ void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
     if (r.status == port::net_status::ok) {
         connected(n, now);
         return;
+    }
+    if (r.status == port::net_status::in_progress) {
+        return;  // a stale readiness report; the connect goes on
     }
     port::close(c.fd);
     c.fd = -1;
@@ -579,10 +586,16 @@ void client_base::setup_reply(std::uint8_t n, std::uint32_t step, const resp_nod
             return;
         }
         if (step == step_auth) {
-            const bool hello_missing = options_.resp3 && (starts_with_icase(text, "NOPROTO") ||
-                                                          starts_with_icase(text, "ERR unknown"));
-            fail_message(n, hello_missing ? node_error::hello_failed : node_error::auth_failed,
-                         nodes, count, now);
+            node_error why = node_error::setup_failed;  // LOADING, max clients, ...
+            if (options_.resp3 && (starts_with_icase(text, "NOPROTO") ||
+                                   starts_with_icase(text, "ERR unknown command"))) {
+                why = node_error::hello_failed;
+            } else if (starts_with_icase(text, "ERR invalid") ||
+                       starts_with_icase(text, "ERR AUTH") ||
+                       starts_with_icase(text, "ERR Client sent AUTH")) {
+                why = node_error::auth_failed;
+            }
+            fail_message(n, why, nodes, count, now);
             return;
         }
         if (step == step_select) {
@@ -708,7 +721,9 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
         const char first = c.rx[pos];
         pos += r.size;
         c.progress_at = now;
-        if (first == '>') {
+        const bool push = kept ? nodes_[skip_attributes(nodes_, r.nodes, 0)].type == resp_type::push
+                               : first == '>';
+        if (push) {
             continue;  // a RESP3 push (tracking, pub/sub): nothing we asked for
         }
         if (c.fifo_count == 0) {
@@ -788,8 +803,10 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
             }
             if (ends) {
                 l.running_ = client_lock::op::none;
-                l.done_ = true;
-                l.done_event_ = ev;
+                if (l.waiter_ != nullptr) {
+                    l.waiter_->event = ev;
+                    l.waiter_ = nullptr;
+                }
             }
         }
         if (l.callback_ != nullptr) {
@@ -799,6 +816,21 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
             in_callback_ = outer;
         }
     }
+}
+
+// Someone needs node n connected: an explicit connect(), a lock with an
+// operation under way or held (the watchdog will need it), or a request or
+// cleanup waiting for it.
+bool client_base::node_wanted(std::uint8_t n) const noexcept {
+    if (connect_wanted_) {
+        return true;
+    }
+    for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
+        if (lock_active(*l) || l->machine_.pending_send(n) != lock::pending::none) {
+            return true;
+        }
+    }
+    return false;
 }
 
 bool client_base::node_settled(std::uint8_t n) const noexcept {
@@ -832,13 +864,27 @@ void client_base::begin(client_lock& l, instant now) noexcept {
         return;
     }
     if (e != lock_errc::ok) {
-        // The lock moved on while its nodes connected (it was lost, say): the
-        // operation ends without an event of its own.
-        l.done_ = true;
-        l.done_error_ =
-            e == lock_errc::not_held ? client_errc::not_held : client_errc::lock_rejected;
+        // The lock moved on while its nodes connected (lost, say, and that was
+        // reported), or the machine refused (no random bytes for a token).
         l.lock_error_ = e;
         l.running_ = client_lock::op::none;
+        if (l.waiter_ != nullptr) {
+            l.waiter_->error =
+                e == lock_errc::not_held ? client_errc::not_held : client_errc::lock_rejected;
+            l.waiter_->lock_error = e;
+            l.waiter_ = nullptr;
+        }
+        if (kind == client_lock::op::acquire && l.callback_ != nullptr) {
+            // An event-loop owner waits for an outcome: give it one.
+            lock_event ev;
+            ev.kind = lock_event_kind::failed;
+            ev.reason = e == lock_errc::random_failed ? lock_failure::random_failed
+                                                      : lock_failure::no_quorum;
+            const bool outer = in_callback_;
+            in_callback_ = true;
+            l.callback_(l.callback_ctx_, l, ev);
+            in_callback_ = outer;
+        }
         return;
     }
     l.running_ = kind;
@@ -881,18 +927,11 @@ void client_base::service(instant now) noexcept {
             }
         }
         // Connect nodes someone needs.
-        bool needed = connect_wanted_;
-        for (client_lock* l = locks_; l != nullptr && !needed; l = l->next_) {
-            needed = lock_active(*l);
-        }
         for (std::uint8_t n = 0; n < node_count_; ++n) {
             detail::connection& c = conns_[n];
-            bool wants = needed;
-            for (client_lock* l = locks_; l != nullptr && !wants; l = l->next_) {
-                wants = l->machine_.pending_send(n) != lock::pending::none;
-            }
-            if (wants && (c.state == node_state::down ||
-                          (c.state == node_state::backoff && c.deadline <= now))) {
+            if ((c.state == node_state::down ||
+                 (c.state == node_state::backoff && c.deadline <= now)) &&
+                node_wanted(n)) {
                 start_connect(n, now);
                 changed = true;
             }
@@ -965,23 +1004,25 @@ std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) con
 
 instant client_base::next_deadline() const noexcept {
     instant next = instant::never();
-    bool active = connect_wanted_;
+    bool settled = true;
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        settled = settled && node_settled(n);
+    }
     for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
         next = earliest(next, l->machine_.next_deadline());
         next = earliest(next, l->renew_at_);
         if (l->pending_ != client_lock::op::none) {
-            next = earliest(next, l->pending_since_ + l->node_timeout_);
-        }
-        active = active || lock_active(*l);
-        for (std::uint8_t n = 0; n < node_count_ && !active; ++n) {
-            active = l->machine_.pending_send(n) != lock::pending::none;
+            // Started from a callback, say: due now unless a node is connecting.
+            next = earliest(next, settled ? instant{0} : l->pending_since_ + l->node_timeout_);
         }
     }
     for (std::uint8_t n = 0; n < node_count_; ++n) {
         const detail::connection& c = conns_[n];
         if (c.state == node_state::connecting || c.state == node_state::handshake) {
             next = earliest(next, c.deadline);
-        } else if (c.state == node_state::backoff && active) {
+        } else if (c.state == node_state::down && node_wanted(n)) {
+            next = instant{0};
+        } else if (c.state == node_state::backoff && node_wanted(n)) {
             next = earliest(next, c.deadline);
         } else if (c.state == node_state::ready && c.fifo_count > 0) {
             next = earliest(next, c.progress_at + options_.stall_timeout);
@@ -1003,7 +1044,9 @@ void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcep
             return;
         }
         if ((events & (port::want_read | port::ready_error)) != 0) {
-            read(n, now);
+            // Fresh time for every connection: callbacks run in between, and a
+            // validity is judged against the moment a reply is handled.
+            read(n, port::now());
         }
         if (c.fd >= 0 && (events & port::want_write) != 0) {
             transmit(n, now);
@@ -1016,6 +1059,17 @@ void client_base::on_ready(int fd, std::uint8_t events) noexcept {
     const instant now = port::now();
     handle_ready(fd, events, now);
     service(now);
+}
+
+void client_base::on_ready(const port::wait_entry* entries, std::size_t count) noexcept {
+    // Every event first, then one service: service() may open a connection
+    // whose fd number an entry of this batch still names.
+    for (std::size_t i = 0; i < count; ++i) {
+        if (entries[i].ready != 0) {
+            handle_ready(entries[i].fd, entries[i].ready, port::now());
+        }
+    }
+    service(port::now());
 }
 
 void client_base::on_timeout() noexcept {
@@ -1031,13 +1085,11 @@ client_errc client_base::step(instant until) noexcept {
     if (ready < 0) {
         return client_errc::wait_failed;
     }
-    const instant now = port::now();
-    for (std::size_t i = 0; i < count && ready > 0; ++i) {
-        if (entries[i].ready != 0) {
-            handle_ready(entries[i].fd, entries[i].ready, now);
-        }
+    if (ready > 0) {
+        on_ready(entries, count);
+    } else {
+        service(port::now());
     }
-    service(now);
     return client_errc::ok;
 }
 
@@ -1091,8 +1143,10 @@ client_errc client_lock::attach(client_base& c, str_view name, const lock_option
     if (c.node_count_ == 0) {
         return client_errc::not_configured;
     }
-    if (watchdog.enabled && watchdog.renew_every.us != 0 && watchdog.renew_every >= options.ttl) {
-        return client_errc::bad_option;
+    if (watchdog.enabled && watchdog.renew_every.us != 0 &&
+        watchdog.renew_every >=
+            options.ttl - redlock_drift(options.ttl, options.drift_ppm, options.drift_fixed)) {
+        return client_errc::bad_option;  // it would renew after the validity has ended
     }
     const lock_errc e =
         machine_.configure(name, c.node_count_, options, client_base::system_random());
@@ -1155,20 +1209,24 @@ client_errc client_lock::start(op kind) noexcept {
         if (s != lock_state::held && s != lock_state::renewing) {
             return client_errc::busy;  // acquiring or releasing
         }
+        if (pending_ != op::none && pending_ != op::renew) {
+            return client_errc::busy;
+        }
         if (pending_ == op::renew || running_ == op::renew || s == lock_state::renewing) {
             // The watchdog's renew is under way: its outcome is the answer.
             if (pending_ != op::renew) {
                 running_ = op::renew;
             }
-            done_ = false;
-            done_error_ = client_errc::ok;
             return client_errc::ok;
         }
         break;
     case op::release:
         // Stops anything else of this lock, as the machine's release does.
         if (s == lock_state::idle) {
-            pending_ = op::none;
+            if (pending_ == op::acquire) {
+                pending_ = op::none;  // an acquisition not yet started is cancelled
+                return client_errc::ok;
+            }
             return client_errc::not_held;
         }
         break;
@@ -1178,8 +1236,6 @@ client_errc client_lock::start(op kind) noexcept {
     pending_ = kind;
     pending_since_ = now;
     running_ = op::none;
-    done_ = false;
-    done_error_ = client_errc::ok;
     if (!client_->in_callback_) {
         client_->service(now);
     }
@@ -1205,12 +1261,12 @@ client_errc client_lock::start_release() noexcept {
 
 op_result client_lock::run(op kind) noexcept {
     op_result out;
-    if (client_ != nullptr && client_->in_callback_) {
-        out.error = client_errc::reentered;
+    if (client_ == nullptr) {
+        out.error = client_errc::not_attached;
         return out;
     }
-    out.error = start(kind);
-    if (out.error != client_errc::ok) {
+    if (client_->in_callback_) {
+        out.error = client_errc::reentered;
         return out;
     }
     // A bound that no correct run reaches: connect, the operation's own time
@@ -1221,25 +1277,49 @@ op_result client_lock::run(op kind) noexcept {
         span = span + wait_;
     }
     const instant bound = port::now() + span;
-    while (!done_) {
+    // The outcome is written into `out` by whatever ends the operation, which
+    // may happen inside start() already.
+    waiter_ = &out;
+    out.error = start(kind);
+    if (out.error != client_errc::ok) {
+        waiter_ = nullptr;
+        return out;
+    }
+    if (kind == op::release && pending_ == op::none && running_ == op::none && waiter_ == &out) {
+        // A release that only cancelled an acquisition not yet started.
+        waiter_ = nullptr;
+        out.event.kind = lock_event_kind::released;
+        return out;
+    }
+    while (waiter_ == &out) {
+        client_errc e = client_errc::ok;
         if (client_ == nullptr) {
-            out.error = client_errc::not_attached;
-            return out;
+            e = client_errc::not_attached;
+        } else if (port::now() >= bound) {
+            e = client_errc::deadline;
+        } else {
+            e = client_->step(bound);
         }
-        if (port::now() >= bound) {
-            out.error = client_errc::deadline;
-            return out;
-        }
-        const client_errc e = client_->step(bound);
         if (e != client_errc::ok) {
+            waiter_ = nullptr;
+            abandon();
             out.error = e;
             return out;
         }
     }
-    out.error = done_error_;
-    out.lock_error = done_error_ == client_errc::ok ? lock_errc::ok : lock_error_;
-    out.event = done_event_;
     return out;
+}
+
+// A blocking call gave up: nothing may go on in the background unseen. An
+// acquisition still running is released (it might yet win); anything not yet
+// started is dropped.
+void client_lock::abandon() noexcept {
+    pending_ = op::none;
+    if (client_ != nullptr && running_ == op::acquire) {
+        running_ = op::none;
+        machine_.release(port::now());
+        client_->pump_events(*this, port::now());
+    }
 }
 
 op_result client_lock::try_acquire() noexcept {

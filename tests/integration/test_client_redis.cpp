@@ -5,6 +5,7 @@
 //
 // Timing checks are sanity bounds several times what a run needs, so a slow
 // machine does not fail them; the throughput test is hidden ("[.bench]").
+#include <time.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
@@ -1141,6 +1142,84 @@ TEST_CASE("client: 50 locks pipelined on one connection", "[integration][client]
 }
 
 // Throughput, not a pass/fail check: acquire + release cycles per second.
+// CPU seconds this process has used, user and system.
+static double cpu_seconds() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+TEST_CASE("client: a dead node with a cleanup waiting does not spin", "[integration][client]") {
+    // Node 0 is down from the start; node 2 is held by someone else, so the
+    // busy round queues cleanups, one of which waits for node 0.
+    redis_server s0, s1, s2;
+    const url_list urls({tcp_url(s0), tcp_url(s1), tcp_url(s2)});
+    redis_client other(s2.port());
+    REQUIRE(other.command({"SET", key_of("spin"), "someone", "PX", "60000"}).text == "OK");
+    redis_client other1(s1.port());
+    REQUIRE(other1.command({"SET", key_of("spin"), "someone", "PX", "60000"}).text == "OK");
+    s0.kill();
+    client<3> c;
+    configure(c, urls);
+    client_lock l;
+    REQUIRE(l.attach(c, "spin", options(5000, 100), no_watchdog()) == client_errc::ok);
+    const op_result r = l.try_acquire();
+    INFO(what(r));
+    REQUIRE(r.error == client_errc::ok);
+    CHECK(r.event.kind == lock_event_kind::busy);
+    // Node 1 goes too, after its cleanup was answered: it is in backoff with
+    // nothing waiting for it, while node 0 still has a cleanup waiting.
+    REQUIRE(c.run_for(duration::millis(100)) == client_errc::ok);
+    s1.kill();
+    // Idle but for the cleanup: a second of driving must mostly sleep.
+    const double before = cpu_seconds();
+    REQUIRE(c.run_for(duration::seconds(1)) == client_errc::ok);
+    const double used = cpu_seconds() - before;
+    INFO("cpu seconds in run_for(1s): " << used);
+    CHECK(used < 0.3);
+    CHECK(c.next_deadline() > port::now());
+}
+
+namespace {
+struct reacquire_on_lost {
+    int lost = 0;
+    client_errc start = client_errc::not_configured;
+};
+
+void reacquire(void* ctx, client_lock& l, const lock_event& ev) {
+    auto& st = *static_cast<reacquire_on_lost*>(ctx);
+    if (ev.kind == lock_event_kind::lost) {
+        ++st.lost;
+        st.start = l.start_acquire(1, duration{});
+    }
+}
+}  // namespace
+
+TEST_CASE("client: a callback re-acquiring does not rewrite a blocking call's outcome",
+          "[integration][client]") {
+    redis_server srv;
+    const url_list urls({tcp_url(srv)});
+    client<1> c;
+    configure(c, urls);
+    client_lock l;
+    REQUIRE(l.attach(c, "reacquire", options(2000, 200), no_watchdog()) == client_errc::ok);
+    reacquire_on_lost st;
+    l.set_callback(reacquire, &st);
+    REQUIRE(l.try_acquire().event.kind == lock_event_kind::acquired);
+    redis_client admin(srv.port());
+    REQUIRE(admin.command({"DEL", key_of("reacquire")}).integer == 1);
+    const op_result r = l.renew();
+    INFO(what(r));
+    REQUIRE(r.error == client_errc::ok);
+    CHECK(r.event.kind == lock_event_kind::lost);
+    CHECK(st.lost == 1);
+    CHECK(st.start == client_errc::ok);
+    // The callback's acquisition runs on its own and is reported to it.
+    REQUIRE(c.run_for(duration::millis(300)) == client_errc::ok);
+    CHECK(l.held());
+    CHECK(l.release().event.kind == lock_event_kind::released);
+}
+
 TEST_CASE("client: acquire/release cycles per second", "[.bench]") {
     std::vector<std::unique_ptr<redis_server>> servers;
     std::vector<std::string> u;
