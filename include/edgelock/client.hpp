@@ -115,7 +115,9 @@ enum class client_errc : std::uint8_t {
     wait_failed,            // the port's wait() failed
     // (After deadline or wait_failed the operation is abandoned: one not yet
     // started is dropped, an acquisition under way is released.)
-    reentered,  // a blocking call from inside a callback
+    reentered,         // a blocking call from inside a callback
+    node_unavailable,  // command(): the node could not be connected
+    timed_out,         // command(): no reply before the deadline
 };
 
 const char* describe(client_errc code) noexcept;
@@ -202,6 +204,9 @@ class client_lock;
 // machine could not even start (no random bytes) is reported as failed.
 using lock_callback = void (*)(void* ctx, client_lock& lock, const lock_event& event);
 
+// Sees the reply to command() while its bytes are valid (copy what you keep).
+using reply_callback = void (*)(void* ctx, const resp_node* nodes, std::size_t count);
+
 namespace detail {
 
 struct pending_reply {
@@ -258,6 +263,13 @@ public:
     // but wait for a node's set-up only up to the lock's node_timeout; over a
     // slow link call connect() once after configure().
     std::uint8_t connect(instant deadline) noexcept;
+
+    // One command outside any lock (a status tool's PTTL, say), on node
+    // `index`'s connection behind whatever is in flight there: connects if
+    // needed, then drives the client (locks included) until the reply, which
+    // goes to fn, or until `deadline`. The arguments must fit the send buffer.
+    client_errc command(std::uint8_t index, const str_view* args, std::size_t argc,
+                        instant deadline, reply_callback fn, void* ctx) noexcept;
 
     // Drops every connection (locks with requests in flight see a disconnect).
     void disconnect() noexcept;
@@ -333,6 +345,8 @@ private:
     std::size_t bad_url_index_ = 0;
     url_errc bad_url_error_ = url_errc::ok;
     resp_node nodes_[EDGELOCK_CLIENT_REPLY_NODES];  // the reply being handled
+    reply_callback command_fn_ = nullptr;           // command() waiting for its reply
+    void* command_ctx_ = nullptr;
 };
 
 // A client with room for N nodes.
@@ -377,6 +391,10 @@ public:
     op_result acquire(duration wait) noexcept;  // rounds until acquired or `wait` passed
     op_result renew() noexcept;                 // renewed, or lost
     op_result release() noexcept;               // released; not_held when it was lost meanwhile
+
+    // Takes over an acquisition made elsewhere by its token (see lock::resume),
+    // to renew or release it. Plain and fenced modes.
+    client_errc resume(const owner_token& token) noexcept;
 
     // --- event-loop API: starts the operation; the callback tells the outcome ---
     client_errc start_acquire(std::uint32_t max_tries, duration wait) noexcept;

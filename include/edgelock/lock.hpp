@@ -203,6 +203,7 @@ struct lock_event {
     instant validity_deadline;                 // acquired, renewed
     std::uint64_t fence = 0;                   // acquired, fenced mode
     std::int64_t holder_ttl_ms = -1;           // busy: shortest ttl a node reported; -1 unknown
+    std::uint8_t nodes = 0;  // released: nodes where the key was still ours and is now gone
 };
 
 struct lock_transmit {
@@ -225,6 +226,12 @@ public:
     // Changes the retry policy of the next acquire (max_tries >= 1, and wait);
     // allowed whenever no acquisition is in progress.
     lock_errc set_retry(std::uint32_t max_tries, duration wait) noexcept;
+    // Takes over an acquisition made elsewhere (another process; a command
+    // line tool's acquire) by its token, so it can be renewed or released.
+    // Nothing is sent: the lock counts as held, with the longest validity it
+    // could have (ttl - drift from now), until a renew or release says
+    // otherwise. Plain and fenced modes; only while idle.
+    lock_errc resume(const owner_token& token, instant now) noexcept;
     lock_errc renew(instant now) noexcept;  // from held
     // From any state but idle: stops whatever is in flight and releases on
     // every node (also those that failed). Ends with `released`.
@@ -319,7 +326,8 @@ private:
     redlock_tally tally_;
     req round_kind_ = req::none;
     lock_state state_ = lock_state::unconfigured;
-    std::uint8_t refused_ = 0;  // nodes that said busy (acquire) or not ours (renew)
+    std::uint8_t refused_ = 0;   // nodes that said busy (acquire) or not ours (renew)
+    std::uint8_t released_ = 0;  // release: nodes that deleted our key
     slot slots_[lock_max_nodes];
 };
 

@@ -37,6 +37,8 @@ struct owner_token {
     // Leaves the token unchanged when the source fails.
     bool generate(const random_source& source) noexcept;
     void to_hex(char* out) const noexcept;  // writes hex_size chars
+    // Parses exactly hex_size hex digits (either case); false, unchanged, otherwise.
+    bool from_hex(const char* text, std::size_t size) noexcept;
     bool operator==(const owner_token& other) const noexcept;
     bool operator!=(const owner_token& other) const noexcept { return !(*this == other); }
 };

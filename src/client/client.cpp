@@ -23,7 +23,8 @@ enum : std::uint32_t {
     step_setname,
     step_script,  // + i for lock_scripts_all[i]
     step_end = step_script + lock_scripts_count,
-    step_discard = 0xffffffffu,  // a reply whose lock was detached
+    step_command = 0xfffffffeu,  // the reply to command()
+    step_discard = 0xffffffffu,  // a reply whose lock was detached, or a command given up
 };
 
 constexpr std::size_t max_client_name = 64;
@@ -118,6 +119,10 @@ const char* describe(client_errc code) noexcept {
         return "waiting for sockets failed";
     case client_errc::reentered:
         return "blocking call from inside a callback";
+    case client_errc::node_unavailable:
+        return "node unavailable";
+    case client_errc::timed_out:
+        return "no reply in time";
     }
     return "unknown client error";
 }
@@ -322,10 +327,16 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
     c.want_write = false;
     c.setup_step = 0;
     c.setup_pending = 0;
-    const std::uint16_t count = c.fifo_count;
+    for (std::uint16_t i = 0; i < c.fifo_count; ++i) {
+        const detail::pending_reply& p = c.fifo[(c.fifo_head + i) % EDGELOCK_CLIENT_PIPELINE];
+        if (p.lock == nullptr && p.tag == step_command && command_fn_ != nullptr) {
+            const reply_callback fn = command_fn_;
+            command_fn_ = nullptr;
+            fn(command_ctx_, nullptr, 0);
+        }
+    }
     c.fifo_count = 0;
     c.fifo_head = 0;
-    (void)count;
     // Every lock hears of it (once), whether or not it had a request out: the
     // machine ignores a disconnect that concerns nothing of its own.
     for (client_lock* l = locks_; l != nullptr;) {
@@ -737,6 +748,14 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
             if (p.tag == step_discard) {
                 continue;
             }
+            if (p.tag == step_command) {
+                if (command_fn_ != nullptr) {
+                    const reply_callback fn = command_fn_;
+                    command_fn_ = nullptr;
+                    fn(command_ctx_, kept ? nodes_ : nullptr, kept ? r.nodes : 0);
+                }
+                continue;
+            }
             if (!kept) {
                 // Only an error needs reading, and an error is one node.
                 resp_node err;
@@ -1133,6 +1152,62 @@ std::uint8_t client_base::connect(instant deadline) noexcept {
     return ready;
 }
 
+client_errc client_base::command(std::uint8_t index, const str_view* args, std::size_t argc,
+                                 instant deadline, reply_callback fn, void* ctx) noexcept {
+    if (in_callback_) {
+        return client_errc::reentered;
+    }
+    if (node_count_ == 0) {
+        return client_errc::not_configured;
+    }
+    if (index >= node_count_ || fn == nullptr || command_fn_ != nullptr) {
+        return client_errc::bad_option;
+    }
+    detail::connection& c = conns_[index];
+    if (c.state != node_state::ready) {
+        connect(deadline);
+    }
+    // Room in the buffer and the pipeline: let what is queued drain first.
+    while (c.state == node_state::ready &&
+           (c.fifo_count == EDGELOCK_CLIENT_PIPELINE ||
+            resp_command_size(args, argc) > sizeof c.tx - c.tx_size) &&
+           port::now() < deadline) {
+        if (step(deadline) != client_errc::ok) {
+            break;
+        }
+    }
+    if (c.state != node_state::ready) {
+        return client_errc::node_unavailable;
+    }
+    const resp_encoded e =
+        resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, argc);
+    if (e.error != resp_encode_errc::ok || c.fifo_count == EDGELOCK_CLIENT_PIPELINE) {
+        return e.error == resp_encode_errc::ok ? client_errc::timed_out : client_errc::bad_option;
+    }
+    c.tx_size += e.size;
+    push_pending(index, nullptr, step_command, port::now());
+    command_fn_ = fn;
+    command_ctx_ = ctx;
+    transmit(index, port::now());
+    while (command_fn_ != nullptr && port::now() < deadline) {
+        if (step(deadline) != client_errc::ok) {
+            break;
+        }
+    }
+    if (command_fn_ == nullptr) {
+        return client_errc::ok;
+    }
+    // Given up: its reply, if it ever comes, is read and thrown away.
+    command_fn_ = nullptr;
+    for (std::uint16_t i = 0; i < c.fifo_count; ++i) {
+        detail::pending_reply& p = c.fifo[(c.fifo_head + i) % EDGELOCK_CLIENT_PIPELINE];
+        if (p.lock == nullptr && p.tag == step_command) {
+            p.tag = step_discard;
+        }
+    }
+    return client_errc::timed_out;
+}
+
 // --- client_lock --------------------------------------------------------------------------
 
 client_errc client_lock::attach(client_base& c, str_view name, const lock_options& options,
@@ -1238,6 +1313,21 @@ client_errc client_lock::start(op kind) noexcept {
     running_ = op::none;
     if (!client_->in_callback_) {
         client_->service(now);
+    }
+    return client_errc::ok;
+}
+
+client_errc client_lock::resume(const owner_token& token) noexcept {
+    if (client_ == nullptr) {
+        return client_errc::not_attached;
+    }
+    if (pending_ != op::none || running_ != op::none) {
+        return client_errc::busy;
+    }
+    const lock_errc e = machine_.resume(token, port::now());
+    lock_error_ = e;
+    if (e != lock_errc::ok) {
+        return e == lock_errc::busy ? client_errc::busy : client_errc::lock_rejected;
     }
     return client_errc::ok;
 }

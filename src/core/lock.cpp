@@ -212,6 +212,37 @@ lock_errc lock::set_retry(std::uint32_t max_tries, duration wait) noexcept {
     return lock_errc::ok;
 }
 
+lock_errc lock::resume(const owner_token& token, instant now) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (state_ != lock_state::idle) {
+        return lock_errc::busy;
+    }
+    if (options_.mode == lock_mode::reentrant) {
+        return lock_errc::bad_mode_option;  // reentrant holds belong to an owner, not a token
+    }
+    for (std::uint8_t i = 0; i < node_count_; ++i) {
+        if ((slots_[i].flags & (slot_cleanup | slot_cleanup_out)) != 0) {
+            return lock_errc::busy;  // an old cleanup would name the wrong token
+        }
+    }
+    token_ = token;
+    for (std::uint8_t i = 0; i < node_count_; ++i) {
+        // Any node may hold it: a release goes to all of them.
+        slots_[i].flags = static_cast<std::uint8_t>(slots_[i].flags | slot_holder);
+    }
+    t0_ = now;
+    validity_ = now + (options_.ttl -
+                       redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed));
+    fence_ = 0;
+    holds_ = 1;
+    acquisition_round_ = round_;
+    held_round_ = round_;
+    state_ = lock_state::held;
+    return lock_errc::ok;
+}
+
 std::uint32_t lock::tag_for(req kind) const noexcept {
     return ((round_ & round_mask) << tag_kind_bits) | static_cast<std::uint32_t>(kind);
 }
@@ -361,6 +392,7 @@ void lock::decide(instant now) noexcept {
             holds_ = 0;
             lock_event ev;
             ev.kind = lock_event_kind::released;
+            ev.nodes = released_;
             push_event(ev);
         }
         return;
@@ -553,6 +585,7 @@ lock_errc lock::release(instant now) noexcept {
     close_round();
     retry_at_ = instant::never();
     state_ = lock_state::releasing;
+    released_ = 0;
     start_round(req::release, now);
     if (options_.mode == lock_mode::reentrant) {
         // One decrement per node that holds our increment; see queue_cleanup_all.
@@ -667,6 +700,7 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         break;
     case req::release:
         v = r.shape == detail::reply_shape::integer ? vote::yes : vote::no;
+        value = r.first;
         break;
     case req::none:
     case req::cleanup:
@@ -684,6 +718,10 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         s.flags = static_cast<std::uint8_t>((s.flags | slot_retried | slot_eval) & ~slot_in_flight);
         s.send = kind;
         return lock_errc::ok;
+    }
+    if (kind == req::release && v == vote::yes &&
+        (options_.mode == lock_mode::reentrant ? value >= 0 : value == 1)) {
+        ++released_;
     }
     if (v == vote::yes && (kind == req::acquire || kind == req::renew)) {
         s.flags = static_cast<std::uint8_t>(s.flags | slot_holder);

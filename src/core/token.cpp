@@ -14,6 +14,36 @@ bool owner_token::generate(const random_source& source) noexcept {
     return true;
 }
 
+bool owner_token::from_hex(const char* text, std::size_t length) noexcept {
+    if (text == nullptr || length != hex_size) {
+        return false;
+    }
+    std::uint8_t parsed[size];
+    for (std::size_t i = 0; i < hex_size; ++i) {
+        const char c = text[i];
+        int v = -1;
+        if (c >= '0' && c <= '9') {
+            v = c - '0';
+        } else if (c >= 'a' && c <= 'f') {
+            v = c - 'a' + 10;
+        } else if (c >= 'A' && c <= 'F') {
+            v = c - 'A' + 10;
+        }
+        if (v < 0) {
+            return false;
+        }
+        if (i % 2 == 0) {
+            parsed[i / 2] = static_cast<std::uint8_t>(v << 4);
+        } else {
+            parsed[i / 2] = static_cast<std::uint8_t>(parsed[i / 2] | v);
+        }
+    }
+    for (std::size_t i = 0; i < size; ++i) {
+        bytes[i] = parsed[i];
+    }
+    return true;
+}
+
 void owner_token::to_hex(char* out) const noexcept {
     static const char digits[] = "0123456789abcdef";
     for (std::size_t i = 0; i < size; ++i) {

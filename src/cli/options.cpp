@@ -1,0 +1,310 @@
+#include "options.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "edgelock/lock.hpp"
+
+namespace edgelock_cli {
+
+const char* usage_text() {
+    return "usage: edgelock run     [options] KEY -- COMMAND [ARG...]\n"
+           "       edgelock acquire [options] KEY\n"
+           "       edgelock renew   [options] KEY TOKEN\n"
+           "       edgelock release [options] KEY TOKEN\n"
+           "       edgelock status  [options] KEY\n"
+           "\n"
+           "options:\n"
+           "  -N, --nodes URL[,URL...]   Redis nodes (default $EDGELOCK_NODES, else\n"
+           "                             redis://127.0.0.1:6379); several nodes = Redlock\n"
+           "  -t, --ttl DURATION         lock time to live (default 30s)\n"
+           "  -w, --wait DURATION        keep trying this long (default 0: one try)\n"
+           "  -n, --nonblock             one try, never wait\n"
+           "  -E, --conflict-exit-code N exit status when not acquired (default 1)\n"
+           "      --fencing              fencing tokens (EDGELOCK_FENCING_TOKEN for run)\n"
+           "      --renew-every DURATION renew interval while running (default ttl/3)\n"
+           "      --grace DURATION       SIGTERM to SIGKILL when the lock is lost\n"
+           "                             (default 5s, never beyond the remaining validity)\n"
+           "      --password-file FILE   password for AUTH (also $REDISCLI_AUTH)\n"
+           "  -v, --verbose              say what happens, on stderr\n"
+           "  -q, --quiet                no messages but usage errors\n"
+           "  -h, --help                 this text\n"
+           "  -V, --version              the version\n"
+           "\n"
+           "DURATION: 250ms, 10s, 2m, 1h; a bare number is seconds.\n"
+           "URL: redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N]\n"
+           "exit: the command's status (128+signal if killed); 1 (or -E) not acquired;\n"
+           "      64 usage; 69 no quorum of nodes reachable; 70 internal; 75 lock lost.\n";
+}
+
+bool parse_duration(const std::string& text, edgelock::duration& out) {
+    std::size_t i = 0;
+    std::uint64_t value = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+        const std::uint64_t digit = static_cast<std::uint64_t>(text[i] - '0');
+        if (value > (UINT64_MAX - digit) / 10) {
+            return false;
+        }
+        value = value * 10 + digit;
+        ++i;
+    }
+    if (i == 0) {
+        return false;
+    }
+    const std::string unit = text.substr(i);
+    std::uint64_t ms_per_unit = 0;
+    if (unit.empty() || unit == "s") {
+        ms_per_unit = 1000;
+    } else if (unit == "ms") {
+        ms_per_unit = 1;
+    } else if (unit == "m") {
+        ms_per_unit = 60 * 1000;
+    } else if (unit == "h") {
+        ms_per_unit = 3600 * 1000;
+    } else {
+        return false;
+    }
+    // Far beyond any lock's ttl already: keeps the arithmetic exact.
+    if (value > UINT64_MAX / 1000 / ms_per_unit / 1000) {
+        return false;
+    }
+    out = edgelock::duration::millis(value * ms_per_unit);
+    return true;
+}
+
+namespace {
+
+bool split_nodes(const std::string& list, std::vector<std::string>& out) {
+    out.clear();
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t comma = list.find(',', start);
+        const std::string one =
+            list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (one.empty()) {
+            return false;
+        }
+        out.push_back(one);
+        if (comma == std::string::npos) {
+            return true;
+        }
+        start = comma + 1;
+    }
+}
+
+bool read_password_file(const std::string& path, std::string& out, std::string& error) {
+    std::FILE* f = std::fopen(path.c_str(), "re");
+    if (f == nullptr) {
+        error = "cannot read password file '" + path + "': " + std::strerror(errno);
+        return false;
+    }
+    char buf[1024];
+    const std::size_t n = std::fread(buf, 1, sizeof buf, f);
+    const bool more = std::fgetc(f) != EOF;
+    std::fclose(f);
+    if (more) {
+        error = "password file '" + path + "' is too long";
+        return false;
+    }
+    std::string text(buf, n);
+    // The first line; a trailing newline (or CRLF) is not part of it.
+    const std::size_t eol = text.find_first_of("\r\n");
+    if (eol != std::string::npos) {
+        text.resize(eol);
+    }
+    out = text;
+    return true;
+}
+
+}  // namespace
+
+bool parse_command_line(int argc, char** argv, options& out, std::string& error) {
+    options o;
+    if (const char* env = std::getenv("EDGELOCK_NODES")) {
+        if (*env != '\0' && !split_nodes(env, o.nodes)) {
+            error = "EDGELOCK_NODES: empty node in the list";
+            return false;
+        }
+    }
+    if (const char* pw = std::getenv("REDISCLI_AUTH")) {
+        o.password = pw;
+        o.have_password = true;
+    }
+    std::vector<std::string> operands;
+    bool after_dashes = false;
+    int i = 1;
+    // The value of an option: "--ttl 5s", "--ttl=5s", "-t5s" or "-t 5s".
+    auto value_of = [&](const std::string& arg, std::size_t name_len, std::string& v) {
+        if (arg.size() > name_len) {
+            v = arg.substr(arg[name_len] == '=' ? name_len + 1 : name_len);
+            return true;
+        }
+        if (i + 1 >= argc) {
+            error = "option " + arg + " needs a value";
+            return false;
+        }
+        v = argv[++i];
+        return true;
+    };
+    for (; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (after_dashes) {
+            o.child.push_back(arg);
+            continue;
+        }
+        if (arg == "--") {
+            after_dashes = true;
+            continue;
+        }
+        if (arg.size() < 2 || arg[0] != '-') {
+            if (o.cmd == command::none) {
+                if (arg == "run") {
+                    o.cmd = command::run;
+                } else if (arg == "acquire") {
+                    o.cmd = command::acquire;
+                } else if (arg == "renew") {
+                    o.cmd = command::renew;
+                } else if (arg == "release") {
+                    o.cmd = command::release;
+                } else if (arg == "status") {
+                    o.cmd = command::status;
+                } else {
+                    error = "unknown command '" + arg + "' (run, acquire, renew, release, status)";
+                    return false;
+                }
+            } else {
+                operands.push_back(arg);
+            }
+            continue;
+        }
+        const bool long_opt = arg[1] == '-';
+        const std::string name = long_opt ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
+        std::string v;
+        if (name == "-h" || name == "--help") {
+            o.cmd = command::help;
+            out = o;
+            return true;
+        } else if (name == "-V" || name == "--version") {
+            o.cmd = command::version;
+            out = o;
+            return true;
+        } else if (name == "-N" || name == "--nodes") {
+            if (!value_of(arg, name.size(), v)) {
+                return false;
+            }
+            if (!split_nodes(v, o.nodes)) {
+                error = "--nodes: empty node in the list '" + v + "'";
+                return false;
+            }
+        } else if (name == "-t" || name == "--ttl" || name == "-w" || name == "--wait" ||
+                   name == "--renew-every" || name == "--grace") {
+            if (!value_of(arg, name.size(), v)) {
+                return false;
+            }
+            edgelock::duration d;
+            if (!parse_duration(v, d)) {
+                error = "bad duration '" + v + "' for " + name + " (250ms, 10s, 2m, 1h)";
+                return false;
+            }
+            if (name == "-t" || name == "--ttl") {
+                if (d.ms() == 0 || d.ms() > edgelock::lock_max_ttl_ms) {
+                    error = "--ttl must be between 1ms and 24h";
+                    return false;
+                }
+                o.ttl = d;
+            } else if (name == "-w" || name == "--wait") {
+                o.wait = d;
+            } else if (name == "--renew-every") {
+                if (d.us == 0) {
+                    error = "--renew-every must be above 0";
+                    return false;
+                }
+                o.renew_every = d;
+            } else {
+                o.grace = d;
+            }
+        } else if (name == "-n" || name == "--nonblock") {
+            if (!long_opt && arg.size() > 2) {
+                error = "unknown option '" + arg + "'";
+                return false;
+            }
+            o.nonblock = true;
+        } else if (name == "-E" || name == "--conflict-exit-code") {
+            if (!value_of(arg, name.size(), v)) {
+                return false;
+            }
+            char* end = nullptr;
+            errno = 0;
+            const long code = std::strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end != '\0' || errno != 0 || code < 0 || code > 255) {
+                error = "--conflict-exit-code must be 0..255, not '" + v + "'";
+                return false;
+            }
+            o.conflict_exit = static_cast<int>(code);
+        } else if (arg == "--fencing") {
+            o.fencing = true;
+        } else if (name == "--password-file") {
+            if (!value_of(arg, name.size(), v) || !read_password_file(v, o.password, error)) {
+                return false;
+            }
+            o.have_password = true;
+        } else if (name == "-v" || name == "--verbose") {
+            o.verbosity = 2;
+        } else if (name == "-q" || name == "--quiet") {
+            o.verbosity = 0;
+        } else {
+            error = "unknown option '" + arg + "'";
+            return false;
+        }
+    }
+    if (o.cmd == command::none) {
+        error = "no command given (run, acquire, renew, release, status)";
+        return false;
+    }
+    const std::size_t want = o.cmd == command::renew || o.cmd == command::release ? 2 : 1;
+    if (operands.size() < want) {
+        error = want == 2 ? "KEY and TOKEN are required" : "KEY is required";
+        return false;
+    }
+    if (operands.size() > want) {
+        error = "unexpected argument '" + operands[want] + "'" +
+                (o.cmd == command::run ? " (put the command after --)" : "");
+        return false;
+    }
+    o.key = operands[0];
+    if (o.key.empty()) {
+        error = "KEY must not be empty";
+        return false;
+    }
+    if (o.key.size() > edgelock::lock_max_name) {
+        error = "KEY is longer than " + std::to_string(edgelock::lock_max_name) + " bytes";
+        return false;
+    }
+    if (want == 2) {
+        o.token = operands[1];
+    }
+    if (o.cmd == command::run && o.child.empty()) {
+        error = "run needs a command after --";
+        return false;
+    }
+    if (o.cmd != command::run && !o.child.empty()) {
+        error = "only run takes a command after --";
+        return false;
+    }
+    if (o.nodes.empty()) {
+        o.nodes.push_back("redis://127.0.0.1:6379");
+    }
+    if (o.nodes.size() > edgelock::lock_max_nodes) {
+        error = "at most " + std::to_string(edgelock::lock_max_nodes) + " nodes";
+        return false;
+    }
+    if (o.nonblock) {
+        o.wait = edgelock::duration{};
+    }
+    out = o;
+    return true;
+}
+
+}  // namespace edgelock_cli

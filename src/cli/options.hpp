@@ -1,0 +1,53 @@
+// The agent's command line: subcommand, options and operands, checked up
+// front so that a usage error (exit 64) never touches the network.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edgelock/time.hpp"
+
+namespace edgelock_cli {
+
+// sysexits(3), as flock(1) and friends use them.
+enum exit_code : int {
+    exit_ok = 0,
+    exit_conflict = 1,  // not acquired in time (or -E)
+    exit_usage = 64,
+    exit_unavailable = 69,  // no quorum of nodes reachable
+    exit_software = 70,     // internal error
+    exit_lost = 75,         // the lock was lost while the child ran
+};
+
+enum class command { none, run, acquire, renew, release, status, help, version };
+
+struct options {
+    command cmd = command::none;
+    std::vector<std::string> nodes;  // URLs
+    edgelock::duration ttl = edgelock::duration::seconds(30);
+    edgelock::duration wait{};  // 0: one try
+    bool nonblock = false;
+    int conflict_exit = exit_conflict;
+    bool fencing = false;
+    edgelock::duration renew_every{};  // 0: ttl / 3
+    edgelock::duration grace = edgelock::duration::seconds(5);
+    std::string password;  // from --password-file or $REDISCLI_AUTH
+    bool have_password = false;
+    int verbosity = 1;  // 0 quiet, 1 normal, 2 verbose
+    std::string key;
+    std::string token;               // renew, release
+    std::vector<std::string> child;  // run: COMMAND [ARG...]
+};
+
+// Parses "250ms", "10s", "2m", "1h", or a bare number of seconds. Whole
+// milliseconds only; false on anything else (empty, negative, overflow).
+bool parse_duration(const std::string& text, edgelock::duration& out);
+
+// Fills `out` from argv and the environment; on a usage error returns false
+// with a one-line message in `error`.
+bool parse_command_line(int argc, char** argv, options& out, std::string& error);
+
+const char* usage_text();
+
+}  // namespace edgelock_cli
