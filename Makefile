@@ -114,14 +114,11 @@ bench:
 	@for b in $(BUILD)/bench/tests/bench/bench_*; do [ -x "$$b" ] && "$$b"; done
 	@sh tests/tools/core_size.sh
 
-# --- the demo (placeholder until the agent lands) -----------------------------
-demo: deps build
-	@echo "edgelock demo: the lock agent is not built yet."
-	@echo "When it is, this starts three local redis-server nodes on free loopback ports,"
-	@echo "runs several 'edgelock run' agents contending for one job key, prints a timeline"
-	@echo "of who held the lock (with fencing tokens), pauses a node majority to show a"
-	@echo "lost lock stopping its job, and stops the servers. For now, the codec:"
-	@$(HOST)/examples/resp_roundtrip
+# --- the demo: agents taking turns on local redis-servers it starts itself ------
+demo: deps
+	cmake -S . -B $(HOST) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+	cmake --build $(HOST) -j $(JOBS) --target edgelock_cli
+	@sh examples/demo.sh $(HOST)/edgelock
 
 clean:
 	rm -rf $(BUILD)

@@ -140,8 +140,9 @@ void on_lock_event(void*, client_lock& l, const lock_event& ev) {
             static_cast<unsigned long long>((ev.validity_deadline - port::now()).ms()));
         break;
     case lock_event_kind::renew_failed:
+        say(watch.at_risk ? 2 : 1,
+            "renew missed its quorum; retrying until the lock's validity ends");
         watch.at_risk = true;
-        say(1, "renew missed its quorum; retrying until the lock's validity ends");
         break;
     case lock_event_kind::lost:
         watch.lost = true;
@@ -532,8 +533,16 @@ int run_command(client_lock& l) {
     instant kill_at = instant::never();
     instant last_validity = watch.last.validity_deadline;
     while (child_running) {
+        // At risk (renewals failing): the command gets its SIGTERM a grace
+        // before the validity ends, so that SIGKILL, if needed, lands while
+        // the lock is still ours, before anyone else can hold it.
+        instant term_at = instant::never();
+        if (watch.at_risk && !terminated) {
+            term_at =
+                instant{last_validity.us > opt.grace.us ? last_validity.us - opt.grace.us : 0};
+        }
         bool signalled = false;
-        if (!turn(kill_at, true, signalled)) {
+        if (!turn(earliest(kill_at, term_at), true, signalled)) {
             ::kill(child, SIGKILL);
         }
         if (watch.last.kind == lock_event_kind::acquired ||
@@ -558,12 +567,14 @@ int run_command(client_lock& l) {
             break;
         }
         const instant now = port::now();
-        if (watch.lost && !terminated) {
+        const bool risk_due = watch.at_risk && !watch.lost && term_at <= now;
+        if ((watch.lost || risk_due) && !terminated) {
             terminated = true;
             const duration left = last_validity - now;
             const duration grace = left < opt.grace ? left : opt.grace;
-            say(1, "stopping the command (SIGTERM, SIGKILL in %llu ms)",
-                static_cast<unsigned long long>(grace.ms()));
+            say(1, "stopping the command (SIGTERM, SIGKILL in %llu ms)%s",
+                static_cast<unsigned long long>(grace.ms()),
+                watch.lost ? "" : ": the lock may be lost by then");
             ::kill(child, SIGTERM);
             kill_at = now + grace;
         }
@@ -572,7 +583,15 @@ int run_command(client_lock& l) {
             kill_at = instant::never();
         }
     }
-    if (watch.lost) {
+    if (watch.lost || terminated) {
+        // Stopped for the lock's sake: whatever it exited with, the job did
+        // not finish under the lock. Release what may still be held.
+        if (!watch.lost) {
+            expect({lock_event_kind::released, lock_event_kind::lost});
+            if (l.start_release() == client_errc::ok) {
+                await(op_bound(duration{}));
+            }
+        }
         return exit_lost;
     }
     expect({lock_event_kind::released, lock_event_kind::lost});
