@@ -262,7 +262,9 @@ public:
     // Returns how many nodes are ready. Optional: operations connect on demand,
     // but wait for a node's set-up only up to the lock's node_timeout; over a
     // slow link call connect() once after configure().
-    std::uint8_t connect(instant deadline) noexcept;
+    // With `enough` above 0, returns as soon as that many nodes are ready (a
+    // quorum, say), leaving the rest to finish in the background.
+    std::uint8_t connect(instant deadline, std::uint8_t enough = 0) noexcept;
 
     // One command outside any lock (a status tool's PTTL, say), on node
     // `index`'s connection behind whatever is in flight there: connects if

@@ -275,11 +275,16 @@ int setup(client_lock& l) {
         return exit_usage;
     }
     if (le != client_errc::ok) {
-        say(0, "%s", describe(l.lock_error()));
+        if (l.lock_error() == lock_errc::bad_ttl) {
+            say(0, "--ttl is too short: it must exceed the clock drift allowance (1%% + 2 ms)");
+        } else {
+            say(0, "%s", describe(l.lock_error()));
+        }
         return exit_usage;
     }
     l.set_callback(on_lock_event, nullptr);
-    nodes.connect(port::now() + duration::seconds(1));
+    // A quorum is enough to start; a slow node gets the lock's node_timeout.
+    nodes.connect(port::now() + duration::seconds(1), l.machine().quorum());
     return exit_ok;
 }
 

@@ -1129,7 +1129,7 @@ client_errc client_base::run_until(instant deadline) noexcept {
     return client_errc::ok;
 }
 
-std::uint8_t client_base::connect(instant deadline) noexcept {
+std::uint8_t client_base::connect(instant deadline, std::uint8_t enough) noexcept {
     if (in_callback_ || node_count_ == 0) {
         return 0;
     }
@@ -1137,10 +1137,14 @@ std::uint8_t client_base::connect(instant deadline) noexcept {
     service(port::now());
     for (;;) {
         bool settled = true;
+        std::uint8_t ready = 0;
         for (std::uint8_t n = 0; n < node_count_; ++n) {
             settled = settled && node_settled(n);
+            ready =
+                static_cast<std::uint8_t>(ready + (conns_[n].state == node_state::ready ? 1 : 0));
         }
-        if (settled || port::now() >= deadline || step(deadline) != client_errc::ok) {
+        if (settled || (enough > 0 && ready >= enough) || port::now() >= deadline ||
+            step(deadline) != client_errc::ok) {
             break;
         }
     }

@@ -1,0 +1,389 @@
+// A hostile fake Redis server for the agent's tests: it listens on a free
+// loopback port, prints that port on stdout (one line) and answers every
+// command it reads the way MODE says, for --seconds N (default 30), then exits.
+//
+//   fake_redis MODE [--seconds N]
+//
+// Modes: silent, reset, close, trickle, garbage, huge-length, negative-length,
+// deep, no-cr, big-error, wrong-type, ok-then-garbage (see usage()).
+//
+// Commands are split from the input as RESP arrays of bulk strings, or as
+// inline lines when the input is not that; each counts as one command. Many
+// clients may be connected at once (one poll() loop); a client that goes away
+// is dropped, never a reason to stop.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+enum class mode {
+    silent,
+    reset,
+    close,
+    trickle,
+    garbage,
+    huge_length,
+    negative_length,
+    deep,
+    no_cr,
+    big_error,
+    wrong_type,
+    ok_then_garbage,
+};
+
+struct mode_name {
+    const char* name;
+    mode m;
+};
+
+const mode_name modes[] = {
+    {"silent", mode::silent},
+    {"reset", mode::reset},
+    {"close", mode::close},
+    {"trickle", mode::trickle},
+    {"garbage", mode::garbage},
+    {"huge-length", mode::huge_length},
+    {"negative-length", mode::negative_length},
+    {"deep", mode::deep},
+    {"no-cr", mode::no_cr},
+    {"big-error", mode::big_error},
+    {"wrong-type", mode::wrong_type},
+    {"ok-then-garbage", mode::ok_then_garbage},
+};
+
+// Set-up commands ok-then-garbage answers properly before turning hostile.
+constexpr int ok_commands = 12;
+// Replies wait in a connection's buffer up to this; more are dropped.
+constexpr std::size_t max_pending = 16u << 20;
+constexpr int max_clients = 64;
+
+void usage() {
+    std::fprintf(stderr,
+                 "usage: fake_redis MODE [--seconds N]\n"
+                 "  silent           read everything, never answer\n"
+                 "  reset            close with a TCP RST on the first bytes received\n"
+                 "  close            close every connection as soon as it is accepted\n"
+                 "  trickle          +OK to every command, one byte per second\n"
+                 "  garbage          random bytes to every command\n"
+                 "  huge-length      $9223372036854775807 to every command\n"
+                 "  negative-length  $-5 to every command\n"
+                 "  deep             100000 nested *1 to the first command, then nothing\n"
+                 "  no-cr            +OK without the CR to every command\n"
+                 "  big-error        a 1000000-byte error to every command\n"
+                 "  wrong-type       the array [foo, bar] to every command\n"
+                 "  ok-then-garbage  +OK to the first %d commands, then random bytes\n",
+                 ok_commands);
+}
+
+double now_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+struct connection {
+    int fd = -1;
+    std::string in;
+    std::string out;
+    std::size_t out_off = 0;
+    int commands = 0;
+    bool answered_deep = false;
+    double next_trickle = 0;  // trickle: when the next byte may go
+};
+
+// Removes whole commands from the front of `in` and returns how many. A RESP
+// array of bulk strings is one command; anything else is taken a line at a
+// time (inline commands, and whatever a client sends that is neither).
+int take_commands(std::string& in) {
+    int n = 0;
+    std::size_t pos = 0;
+    for (;;) {
+        if (pos >= in.size()) {
+            break;
+        }
+        const std::size_t eol = in.find("\r\n", pos);
+        if (in[pos] != '*') {
+            const std::size_t nl = in.find('\n', pos);
+            if (nl == std::string::npos) {
+                break;
+            }
+            pos = nl + 1;
+            ++n;
+            continue;
+        }
+        if (eol == std::string::npos) {
+            break;
+        }
+        const long count = std::strtol(in.c_str() + pos + 1, nullptr, 10);
+        std::size_t p = eol + 2;
+        bool whole = true;
+        for (long i = 0; i < count && whole; ++i) {
+            const std::size_t e = in.find("\r\n", p);
+            if (e == std::string::npos || in[p] != '$') {
+                whole = e != std::string::npos;  // not a bulk string: skip the line
+                p = whole ? e + 2 : p;
+                continue;
+            }
+            const long len = std::strtol(in.c_str() + p + 1, nullptr, 10);
+            const std::size_t end = e + 2 + static_cast<std::size_t>(len < 0 ? 0 : len) + 2;
+            if (end > in.size()) {
+                whole = false;
+            } else {
+                p = end;
+            }
+        }
+        if (!whole) {
+            break;
+        }
+        pos = p;
+        ++n;
+    }
+    in.erase(0, pos);
+    return n;
+}
+
+std::string random_bytes(std::mt19937& rng, std::size_t n) {
+    std::string s(n, '\0');
+    for (char& c : s) {
+        c = static_cast<char>(rng() & 0xffu);
+    }
+    return s;
+}
+
+// The reply to one command, given how many came before it on this connection.
+std::string reply_for(mode m, connection& c, std::mt19937& rng) {
+    switch (m) {
+    case mode::trickle:
+        return "+OK\r\n";
+    case mode::garbage:
+        return random_bytes(rng, 64);
+    case mode::huge_length:
+        return "$9223372036854775807\r\n";
+    case mode::negative_length:
+        return "$-5\r\n";
+    case mode::deep: {
+        if (c.answered_deep) {
+            return std::string();
+        }
+        c.answered_deep = true;
+        std::string s;
+        s.reserve(100000 * 4);
+        for (int i = 0; i < 100000; ++i) {
+            s += "*1\r\n";
+        }
+        return s;
+    }
+    case mode::no_cr:
+        return "+OK\n";
+    case mode::big_error:
+        return "-ERR " + std::string(1000000, 'x') + "\r\n";
+    case mode::wrong_type:
+        return "*2\r\n$3\r\nfoo\r\n$3\r\nbar\r\n";
+    case mode::ok_then_garbage:
+        return c.commands < ok_commands ? std::string("+OK\r\n") : random_bytes(rng, 64);
+    case mode::silent:
+    case mode::reset:
+    case mode::close:
+        break;
+    }
+    return std::string();
+}
+
+void close_with_rst(int fd) {
+    linger l{};
+    l.l_onoff = 1;
+    l.l_linger = 0;
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    ::close(fd);
+}
+
+// Sends what the connection may send now. False when the peer is gone.
+bool flush(mode m, connection& c, double now) {
+    while (c.out_off < c.out.size()) {
+        std::size_t len = c.out.size() - c.out_off;
+        if (m == mode::trickle) {
+            if (now < c.next_trickle) {
+                return true;
+            }
+            len = 1;
+        }
+        const ssize_t n = ::send(c.fd, c.out.data() + c.out_off, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return errno == EAGAIN || errno == EWOULDBLOCK;
+        }
+        c.out_off += static_cast<std::size_t>(n);
+        if (m == mode::trickle) {
+            c.next_trickle = now + 1.0;
+        }
+    }
+    c.out.clear();
+    c.out_off = 0;
+    return true;
+}
+
+// Reads what is there and queues the replies. False when the connection is
+// to be closed.
+bool on_readable(mode m, connection& c, std::mt19937& rng) {
+    char buf[65536];
+    const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+    if (n == 0) {
+        return false;
+    }
+    if (n < 0) {
+        return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+    if (m == mode::reset) {
+        close_with_rst(c.fd);
+        c.fd = -1;
+        return false;
+    }
+    if (m == mode::silent) {
+        return true;
+    }
+    c.in.append(buf, static_cast<std::size_t>(n));
+    if (c.in.size() > max_pending) {
+        c.in.clear();  // not commands, whatever it is
+    }
+    for (int k = take_commands(c.in); k > 0; --k) {
+        const std::string r = reply_for(m, c, rng);
+        ++c.commands;
+        if (c.out.size() - c.out_off + r.size() <= max_pending) {
+            c.out += r;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2 && argc != 4) {
+        usage();
+        return 2;
+    }
+    const mode_name* chosen = nullptr;
+    for (const mode_name& mn : modes) {
+        if (std::strcmp(argv[1], mn.name) == 0) {
+            chosen = &mn;
+        }
+    }
+    double seconds = 30;
+    if (argc == 4) {
+        char* end = nullptr;
+        seconds = std::strtod(argv[3], &end);
+        if (std::strcmp(argv[2], "--seconds") != 0 || end == argv[3] || *end != '\0' ||
+            !(seconds > 0)) {
+            chosen = nullptr;
+        }
+    }
+    if (chosen == nullptr) {
+        usage();
+        return 2;
+    }
+    const mode m = chosen->m;
+    ::signal(SIGPIPE, SIG_IGN);
+
+    const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    if (lfd < 0 || ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(lfd, 16) != 0 || ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen) != 0) {
+        std::perror("fake_redis: listen");
+        return 1;
+    }
+    std::printf("%u\n", static_cast<unsigned>(ntohs(a.sin_port)));
+    std::fflush(stdout);
+
+    std::mt19937 rng(20240601u);  // seeded: the same garbage every run
+    std::vector<connection> conns;
+    const double deadline = now_s() + seconds;
+    for (;;) {
+        const double now = now_s();
+        if (now >= deadline) {
+            break;
+        }
+        std::vector<pollfd> fds;
+        fds.push_back(pollfd{lfd, POLLIN, 0});
+        double wake = deadline;
+        for (const connection& c : conns) {
+            short ev = POLLIN;
+            if (c.out_off < c.out.size()) {
+                if (m != mode::trickle || now >= c.next_trickle) {
+                    ev = static_cast<short>(ev | POLLOUT);
+                } else if (c.next_trickle < wake) {
+                    wake = c.next_trickle;
+                }
+            }
+            fds.push_back(pollfd{c.fd, ev, 0});
+        }
+        const int timeout_ms = static_cast<int>((wake - now) * 1000) + 1;
+        const int r = ::poll(fds.data(), static_cast<nfds_t>(fds.size()), timeout_ms);
+        if (r < 0 && errno != EINTR) {
+            std::perror("fake_redis: poll");
+            return 1;
+        }
+        const double t = now_s();
+        // Connections first: fds[i + 1] is conns[i] until the vector changes.
+        for (std::size_t i = 0; i < conns.size() && r > 0; ++i) {
+            connection& c = conns[i];
+            const short rev = fds[i + 1].revents;
+            bool keep = true;
+            if ((rev & (POLLIN | POLLHUP | POLLERR)) != 0) {
+                keep = on_readable(m, c, rng);
+            }
+            if (keep) {
+                keep = flush(m, c, t);
+            }
+            if (!keep) {
+                if (c.fd >= 0) {
+                    ::close(c.fd);
+                }
+                c.fd = -1;
+            }
+        }
+        for (std::size_t i = conns.size(); i-- > 0;) {
+            if (conns[i].fd < 0) {
+                conns.erase(conns.begin() + static_cast<std::ptrdiff_t>(i));
+            }
+        }
+        if (r > 0 && (fds[0].revents & POLLIN) != 0) {
+            for (;;) {
+                const int cfd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (cfd < 0) {
+                    break;
+                }
+                if (m == mode::close || static_cast<int>(conns.size()) >= max_clients) {
+                    ::close(cfd);
+                    continue;
+                }
+                connection c;
+                c.fd = cfd;
+                conns.push_back(std::move(c));
+            }
+        }
+    }
+    for (const connection& c : conns) {
+        ::close(c.fd);
+    }
+    ::close(lfd);
+    return 0;
+}
