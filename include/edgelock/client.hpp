@@ -256,6 +256,8 @@ public:
 
     std::uint8_t node_count() const noexcept { return node_count_; }
     node_info node(std::uint8_t index) const noexcept;
+    // Nodes whose connection is set up and usable now.
+    std::uint8_t ready_count() const noexcept;
 
     // Connects every node that is down or whose backoff has ended, and returns
     // once each is ready or has failed (or is in backoff), or at `deadline`.
@@ -317,13 +319,14 @@ private:
     client_errc step(instant until) noexcept;
     void handle_ready(int fd, std::uint8_t events, instant now) noexcept;
     void start_connect(std::uint8_t n, instant now) noexcept;
+    void try_addresses(std::uint8_t n, instant now) noexcept;
     void connect_ready(std::uint8_t n, instant now) noexcept;
     void connected(std::uint8_t n, instant now) noexcept;
     void drop(std::uint8_t n, instant now) noexcept;
     void fail(std::uint8_t n, node_error why, int code, instant now) noexcept;
     void fail_message(std::uint8_t n, node_error why, const resp_node* nodes, std::size_t count,
                       instant now) noexcept;
-    void fill_setup(std::uint8_t n) noexcept;
+    void fill_setup(std::uint8_t n, instant now) noexcept;
     void setup_reply(std::uint8_t n, std::uint32_t step, const resp_node* nodes, std::size_t count,
                      instant now) noexcept;
     void fill(std::uint8_t n, instant now) noexcept;
@@ -331,9 +334,11 @@ private:
     void read(std::uint8_t n, instant now) noexcept;
     void process_replies(std::uint8_t n, instant now) noexcept;
     void pump_events(client_lock& l, instant now) noexcept;
+    void notify(client_lock& l, const lock_event& ev) noexcept;
     void begin(client_lock& l, instant now) noexcept;
     bool push_pending(std::uint8_t n, client_lock* l, std::uint32_t tag, instant now) noexcept;
     bool node_settled(std::uint8_t n) const noexcept;
+    bool all_settled() const noexcept;
     bool node_wanted(std::uint8_t n) const noexcept;
     bool lock_active(const client_lock& l) const noexcept;
 

@@ -173,14 +173,6 @@ void expect(std::initializer_list<lock_event_kind> ends) {
     }
 }
 
-std::uint8_t ready_nodes() {
-    std::uint8_t ready = 0;
-    for (std::uint8_t i = 0; i < nodes.node_count(); ++i) {
-        ready = static_cast<std::uint8_t>(ready + (nodes.node(i).state == node_state::ready));
-    }
-    return ready;
-}
-
 // Why nodes failed, one line each, for exit 69.
 void report_nodes() {
     for (std::uint8_t i = 0; i < nodes.node_count(); ++i) {
@@ -208,9 +200,8 @@ int unavailable(const client_lock& l) {
     return exit_unavailable;
 }
 
-// Exit status for an acquisition that did not succeed.
-int not_acquired(const client_lock& l) {
-    const lock_event& ev = watch.last;
+// Exit status for an acquisition that ended in `ev` (busy or failed).
+int not_acquired(const client_lock& l, const lock_event& ev) {
     if (ev.kind == lock_event_kind::busy ||
         (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::fence_conflict)) {
         if (ev.holder_ttl_ms >= 0) {
@@ -304,15 +295,12 @@ bool parse_token(owner_token& t) {
 // --- commands ---------------------------------------------------------------------------------
 
 int acquire_command(client_lock& l) {
-    expect({lock_event_kind::acquired, lock_event_kind::busy, lock_event_kind::failed});
-    if (l.start_acquire(lock_options_from(opt).max_tries, opt.wait) != client_errc::ok) {
-        return exit_software;
+    const op_result r = opt.wait.us == 0 ? l.try_acquire() : l.acquire(opt.wait);
+    if (r.error != client_errc::ok) {
+        return r.lock_error == lock_errc::random_failed ? exit_software : unavailable(l);
     }
-    if (!await(op_bound(opt.wait))) {
-        return unavailable(l);
-    }
-    if (watch.last.kind != lock_event_kind::acquired) {
-        return not_acquired(l);
+    if (r.event.kind != lock_event_kind::acquired) {
+        return not_acquired(l, r.event);
     }
     char hex[owner_token::hex_size];
     l.token().to_hex(hex);
@@ -356,17 +344,14 @@ int release_command(client_lock& l) {
     if (l.resume(t) != client_errc::ok) {
         return exit_software;
     }
-    expect({lock_event_kind::released});
-    if (l.start_release() != client_errc::ok) {
-        return exit_software;
-    }
-    if (!await(op_bound(duration{}))) {
+    const op_result r = l.release();
+    if (r.error != client_errc::ok) {
         return unavailable(l);
     }
-    if (watch.last.nodes >= l.machine().quorum()) {
+    if (r.event.nodes >= l.machine().quorum()) {
         return exit_ok;
     }
-    if (ready_nodes() < l.machine().quorum()) {
+    if (nodes.ready_count() < l.machine().quorum()) {
         return unavailable(l);
     }
     say(1, "'%s' was not held by that token", opt.key.c_str());
@@ -514,22 +499,17 @@ int run_command(client_lock& l) {
         }
     }
     if (stop_signal != 0 || !watch.ended) {
-        expect({lock_event_kind::released});
-        if (l.start_release() == client_errc::ok) {
-            await(op_bound(duration{}));
-        }
+        l.release();  // whatever is under way; not_held when nothing is
         return stop_signal != 0 ? 128 + stop_signal : unavailable(l);
     }
     if (watch.last.kind != lock_event_kind::acquired) {
-        return not_acquired(l);
+        return not_acquired(l, watch.last);
     }
 
     const pid_t child = start_child(l);
     if (child < 0) {
         say(0, "fork: %s", std::strerror(errno));
-        expect({lock_event_kind::released});
-        l.start_release();
-        await(op_bound(duration{}));
+        l.release();
         return exit_software;
     }
     bool child_running = true;
@@ -591,18 +571,10 @@ int run_command(client_lock& l) {
     if (watch.lost || terminated) {
         // Stopped for the lock's sake: whatever it exited with, the job did
         // not finish under the lock. Release what may still be held.
-        if (!watch.lost) {
-            expect({lock_event_kind::released, lock_event_kind::lost});
-            if (l.start_release() == client_errc::ok) {
-                await(op_bound(duration{}));
-            }
-        }
+        l.release();  // not_held when it is already lost
         return exit_lost;
     }
-    expect({lock_event_kind::released, lock_event_kind::lost});
-    if (l.start_release() == client_errc::ok) {
-        await(op_bound(duration{}));
-    }
+    l.release();
     if (watch.lost) {
         // Lost between the child's exit and the release: it ran without the
         // lock for a moment at most, but it did.

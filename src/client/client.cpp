@@ -29,6 +29,7 @@ enum : std::uint32_t {
 
 constexpr std::size_t max_client_name = 64;
 constexpr unsigned max_service_passes = 16;
+constexpr unsigned max_addresses = 8;  // of one host name, tried in turn
 
 bool fill_system_random(void*, void* buf, std::size_t size) {
     return port::random_bytes(buf, size);
@@ -393,42 +394,9 @@ void client_base::fail_message(std::uint8_t n, node_error why, const resp_node* 
 
 void client_base::start_connect(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    port::endpoint where;
-    where.host = c.address.host;
-    where.port = c.address.port;
-    where.unix_path = c.address.unix_path;
     c.deadline = now + options_.connect_timeout;
     c.attempt = 0;
-    for (;;) {
-        int fd = -1;
-        const port::net_result r = port::connect(where, c.attempt, fd);
-        if (r.status == port::net_status::ok) {
-            c.fd = fd;
-            connected(n, now);
-            return;
-        }
-        if (r.status == port::net_status::in_progress) {
-            c.fd = fd;
-            c.state = node_state::connecting;
-            c.want_write = true;
-            return;
-        }
-        // Another address of the same name may work (IPv6 first, then IPv4).
-        if (c.address.unix_path.empty() && r.status != port::net_status::resolve_failed &&
-            r.status != port::net_status::bad_argument &&
-            r.status != port::net_status::no_address && c.attempt < 8) {
-            c.error = from_net(r.status);
-            c.code = r.code;
-            ++c.attempt;
-            continue;
-        }
-        if (r.status == port::net_status::no_address && c.attempt > 0) {
-            fail(n, c.error, c.code, now);  // the last address's reason
-        } else {
-            fail(n, from_net(r.status), r.code, now);
-        }
-        return;
-    }
+    try_addresses(n, now);
 }
 
 void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
@@ -445,31 +413,44 @@ void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
     c.fd = -1;
     c.error = from_net(r.status);
     c.code = r.code;
-    // Try the next address within the same deadline.
+    ++c.attempt;  // the next address, within the same deadline
+    try_addresses(n, now);
+}
+
+// Starts connecting to the node's addresses from c.attempt on, keeping the
+// first that connects or is in progress (a name may resolve to IPv6 and
+// IPv4). When none is left the node fails with the last address's reason.
+void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
     port::endpoint where;
     where.host = c.address.host;
     where.port = c.address.port;
     where.unix_path = c.address.unix_path;
-    while (c.address.unix_path.empty() && c.attempt < 8) {
-        ++c.attempt;
+    for (; c.attempt < max_addresses; ++c.attempt) {
         int fd = -1;
-        const port::net_result next = port::connect(where, c.attempt, fd);
-        if (next.status == port::net_status::ok) {
+        const port::net_result r = port::connect(where, c.attempt, fd);
+        if (r.status == port::net_status::ok) {
             c.fd = fd;
             connected(n, now);
             return;
         }
-        if (next.status == port::net_status::in_progress) {
+        if (r.status == port::net_status::in_progress) {
             c.fd = fd;
+            c.state = node_state::connecting;
             c.want_write = true;
             return;
         }
-        if (next.status == port::net_status::no_address ||
-            next.status == port::net_status::resolve_failed) {
+        if (r.status == port::net_status::no_address && c.attempt > 0) {
             break;
         }
-        c.error = from_net(next.status);
-        c.code = next.code;
+        c.error = from_net(r.status);
+        c.code = r.code;
+        // Only another address of the same name can do better.
+        if (!c.address.unix_path.empty() || r.status == port::net_status::resolve_failed ||
+            r.status == port::net_status::bad_argument ||
+            r.status == port::net_status::no_address) {
+            break;
+        }
     }
     fail(n, c.error, c.code, now);
 }
@@ -486,7 +467,7 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.setup_pending = 0;
     c.message_size = 0;
     c.progress_at = now;
-    fill_setup(n);
+    fill_setup(n, now);
 }
 
 bool client_base::push_pending(std::uint8_t n, client_lock* l, std::uint32_t tag,
@@ -504,7 +485,7 @@ bool client_base::push_pending(std::uint8_t n, client_lock* l, std::uint32_t tag
 }
 
 // Writes the set-up requests that fit; the rest follow as the buffer drains.
-void client_base::fill_setup(std::uint8_t n) noexcept {
+void client_base::fill_setup(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     const node_address& a = c.address;
     char user[node_url_max_secret];
@@ -569,9 +550,7 @@ void client_base::fill_setup(std::uint8_t n) noexcept {
             break;  // no room now; the rest goes once the buffer drains
         }
         c.tx_size += e.size;
-        c.fifo[(c.fifo_head + c.fifo_count) % EDGELOCK_CLIENT_PIPELINE] =
-            detail::pending_reply{nullptr, step};
-        ++c.fifo_count;
+        push_pending(n, nullptr, step, now);
         ++c.setup_pending;
         ++c.setup_step;
     }
@@ -632,7 +611,7 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     for (unsigned guard = 0; guard < 1024 && c.fd >= 0; ++guard) {
         if (c.state == node_state::handshake) {
-            fill_setup(n);
+            fill_setup(n, now);
         } else if (c.state == node_state::ready) {
             fill(n, now);
         }
@@ -828,12 +807,7 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
                 }
             }
         }
-        if (l.callback_ != nullptr) {
-            const bool outer = in_callback_;
-            in_callback_ = true;
-            l.callback_(l.callback_ctx_, l, ev);
-            in_callback_ = outer;
-        }
+        notify(l, ev);
     }
 }
 
@@ -850,6 +824,33 @@ bool client_base::node_wanted(std::uint8_t n) const noexcept {
         }
     }
     return false;
+}
+
+void client_base::notify(client_lock& l, const lock_event& ev) noexcept {
+    if (l.callback_ != nullptr) {
+        const bool outer = in_callback_;
+        in_callback_ = true;
+        l.callback_(l.callback_ctx_, l, ev);
+        in_callback_ = outer;
+    }
+}
+
+// No node is connecting or setting up.
+bool client_base::all_settled() const noexcept {
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        if (!node_settled(n)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::uint8_t client_base::ready_count() const noexcept {
+    std::uint8_t ready = 0;
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        ready = static_cast<std::uint8_t>(ready + (conns_[n].state == node_state::ready ? 1 : 0));
+    }
+    return ready;
 }
 
 bool client_base::node_settled(std::uint8_t n) const noexcept {
@@ -893,16 +894,13 @@ void client_base::begin(client_lock& l, instant now) noexcept {
             l.waiter_->lock_error = e;
             l.waiter_ = nullptr;
         }
-        if (kind == client_lock::op::acquire && l.callback_ != nullptr) {
+        if (kind == client_lock::op::acquire) {
             // An event-loop owner waits for an outcome: give it one.
             lock_event ev;
             ev.kind = lock_event_kind::failed;
             ev.reason = e == lock_errc::random_failed ? lock_failure::random_failed
                                                       : lock_failure::no_quorum;
-            const bool outer = in_callback_;
-            in_callback_ = true;
-            l.callback_(l.callback_ctx_, l, ev);
-            in_callback_ = outer;
+            notify(l, ev);
         }
         return;
     }
@@ -959,10 +957,7 @@ void client_base::service(instant now) noexcept {
         // have waited a node_timeout for one: a node stuck in set-up (a frozen
         // server completes the TCP handshake) then counts as a "no" like any
         // node that does not answer in time, instead of holding up the round.
-        bool settled = true;
-        for (std::uint8_t n = 0; n < node_count_; ++n) {
-            settled = settled && node_settled(n);
-        }
+        const bool settled = all_settled();
         for (client_lock* l = locks_; l != nullptr; l = l->next_) {
             if (l->pending_ != client_lock::op::none &&
                 (settled || l->pending_since_ + l->node_timeout_ <= now)) {
@@ -1023,10 +1018,7 @@ std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) con
 
 instant client_base::next_deadline() const noexcept {
     instant next = instant::never();
-    bool settled = true;
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
-        settled = settled && node_settled(n);
-    }
+    const bool settled = all_settled();
     for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
         next = earliest(next, l->machine_.next_deadline());
         next = earliest(next, l->renew_at_);
@@ -1136,24 +1128,13 @@ std::uint8_t client_base::connect(instant deadline, std::uint8_t enough) noexcep
     connect_wanted_ = true;
     service(port::now());
     for (;;) {
-        bool settled = true;
-        std::uint8_t ready = 0;
-        for (std::uint8_t n = 0; n < node_count_; ++n) {
-            settled = settled && node_settled(n);
-            ready =
-                static_cast<std::uint8_t>(ready + (conns_[n].state == node_state::ready ? 1 : 0));
-        }
-        if (settled || (enough > 0 && ready >= enough) || port::now() >= deadline ||
+        if (all_settled() || (enough > 0 && ready_count() >= enough) || port::now() >= deadline ||
             step(deadline) != client_errc::ok) {
             break;
         }
     }
     connect_wanted_ = false;
-    std::uint8_t ready = 0;
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
-        ready = static_cast<std::uint8_t>(ready + (conns_[n].state == node_state::ready ? 1 : 0));
-    }
-    return ready;
+    return ready_count();
 }
 
 client_errc client_base::command(std::uint8_t index, const str_view* args, std::size_t argc,
