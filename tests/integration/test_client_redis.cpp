@@ -226,6 +226,10 @@ TEST_CASE("client: an unreleased lock expires with its ttl", "[integration][clie
     client_lock b;
     REQUIRE(a.attach(ca, name, options(300, 100), no_watchdog()) == client_errc::ok);
     REQUIRE(b.attach(cb, name, options(300, 100), no_watchdog()) == client_errc::ok);
+    // Connected first: the validity counts from the round's start, which for
+    // a first operation comes after the connection's set-up (slow under qemu).
+    REQUIRE(ca.connect(port::now() + duration::seconds(5)) == 1);
+    REQUIRE(cb.connect(port::now() + duration::seconds(5)) == 1);
 
     const instant start = port::now();
     must_acquire(a);
