@@ -38,9 +38,14 @@
 //               any issued before for the name. One node: INCR inside the
 //               acquire script. Several: round 1 acquires and reads each
 //               counter, token = max + 1, round 2 raises the counter to the token
-//               on a quorum before the token is handed out. This holds only
-//               while nodes keep their counters across restarts (AOF with
-//               appendfsync always): a node restarted empty forgets its counter.
+//               on a quorum before the token is handed out. A counter that does
+//               not exist (new, or lost with a node restarted without
+//               persistence) starts from the server's TIME in microseconds, so
+//               tokens stay increasing across such restarts as long as the
+//               server's wall clock does not step back past the lost tokens.
+//               Tokens are therefore large (about 1.7e15 in 2023) but fit in
+//               53 bits; Redis >= 3.2 (the acquire script calls
+//               redis.replicate_commands() where it exists).
 //
 // Outcomes arrive as events: acquired {validity deadline, fencing token},
 // busy {holder's remaining ttl when a node said it}, failed {reason},

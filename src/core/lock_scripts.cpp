@@ -51,23 +51,32 @@ const lock_script script_reentrant_renew = {
     "a1fa001b2d4912550c4f65e93f14a9202b770a7e"};
 
 const lock_script script_fenced_acquire = {
-    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, "
-    "redis.call('incr', KEYS[2])} end\n"
+    "if redis.replicate_commands then redis.replicate_commands() end\n"
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "  if not redis.call('get', KEYS[2]) then\n"
+    "    local t = redis.call('time')\n"
+    "    redis.call('set', KEYS[2], string.format('%.0f', t[1] * 1000000 + t[2]))\n"
+    "  end\n"
+    "  return {1, redis.call('incr', KEYS[2])}\n"
+    "end\n"
     "if redis.call('get', KEYS[1]) == ARGV[1] then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return {1, tonumber(redis.call('get', KEYS[2]) or '0')}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "93e142ac46c4891e4d0068ec5c34132a4863153e"};
+    "5524f190f8e7afd6cd23b4e1763e4d678eb8c8cd"};
 
 const lock_script script_fenced_read = {
     "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.call('get', KEYS[1]) == "
     "ARGV[1] then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "  return {1, tonumber(redis.call('get', KEYS[2]) or '0')}\n"
+    "  local c = redis.call('get', KEYS[2])\n"
+    "  if c then return {1, tonumber(c)} end\n"
+    "  local t = redis.call('time')\n"
+    "  return {1, t[1] * 1000000 + t[2]}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "e8ec2b58dc05f77766b4631020eb7e0b8c7005db"};
+    "5bffbc213c3b6e2023db7eac00770757204ff48a"};
 
 const lock_script script_fence_raise = {
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end\n"

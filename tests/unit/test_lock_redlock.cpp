@@ -324,23 +324,95 @@ TEST_CASE("reentrant locks count holds per owner", "[lock][sim]") {
     CHECK(other.held());
 }
 
-TEST_CASE("fencing tokens on a single node come from INCR", "[lock][sim]") {
+TEST_CASE("fencing tokens on a single node: INCR, from the server clock when new", "[lock][sim]") {
     sim::cluster c(1, 11);
     sim::recorder rec(c);
     const int a = c.add_client();
     auto opt = sim::fast_options();
     opt.mode = lock_mode::fenced;
     edgelock::lock& l = c.add_lock(a, "jobs", opt);
-    for (std::uint64_t want = 1; want <= 3; ++want) {
+    // A missing counter starts from the server's TIME in microseconds.
+    const std::uint64_t clock_at_start =
+        static_cast<std::uint64_t>(sim::redis_node::time_us(c.now().us));
+    std::uint64_t first = 0;
+    for (std::uint64_t k = 0; k < 3; ++k) {
         REQUIRE(l.acquire(c.now()) == lock_errc::ok);
         REQUIRE(c.run_until(c.now() + duration::millis(100)));
         REQUIRE(l.held());
-        CHECK(l.fence() == want);
-        CHECK(rec.events.back().ev.fence == want);
+        if (k == 0) {
+            first = l.fence();
+            CHECK(first > clock_at_start);
+            CHECK(first < clock_at_start + 100000);  // within the 100 ms run
+        }
+        CHECK(l.fence() == first + k);
+        CHECK(rec.events.back().ev.fence == first + k);
         REQUIRE(l.release(c.now()) == lock_errc::ok);
         REQUIRE(c.run_until(c.now() + duration::millis(100)));
     }
-    CHECK(c.node(0).find("{jobs}:fence", c.now().us)->str == "3");
+    CHECK(c.node(0).find("{jobs}:fence", c.now().us)->str == std::to_string(first + 2));
+}
+
+TEST_CASE("fencing tokens keep increasing after a node restarts empty", "[lock][sim]") {
+    sim::cluster c(1, 14);
+    sim::recorder rec(c);
+    const int a = c.add_client();
+    auto opt = sim::fast_options();
+    opt.mode = lock_mode::fenced;
+    edgelock::lock& l = c.add_lock(a, "jobs", opt);
+    // An existing small counter (as left by INCR alone) counts up by one...
+    sim::redis_node::entry e;
+    e.str = "41";
+    c.node(0).data["{jobs}:fence"] = e;
+    REQUIRE(l.acquire(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(100)));
+    REQUIRE(l.held());
+    CHECK(l.fence() == 42);
+    REQUIRE(l.release(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(100)));
+    // ...and once the node has lost its keyspace, the next token is still
+    // above it: the counter starts again from the clock, not from 0.
+    c.crash(0);
+    c.run_until(c.now() + duration::millis(500));
+    c.restart(0, false);
+    REQUIRE(l.acquire(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(100)));
+    REQUIRE(l.held());
+    CHECK(l.fence() > 42);
+    CHECK(l.fence() > static_cast<std::uint64_t>(sim::redis_node::clock_base_us));
+}
+
+TEST_CASE("fencing under Redlock: a node that lost its counter reports its clock",
+          "[redlock][sim]") {
+    sim::cluster c(3, 15);
+    sim::recorder rec(c);
+    const int a = c.add_client();
+    auto opt = sim::fast_options();
+    opt.mode = lock_mode::fenced;
+    edgelock::lock& l = c.add_lock(a, "jobs", opt);
+    for (int node = 0; node < 3; ++node) {
+        sim::redis_node::entry e;
+        e.str = "7";
+        c.node(node).data["{jobs}:fence"] = e;
+    }
+    REQUIRE(l.acquire(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(100)));
+    REQUIRE(l.held());
+    CHECK(l.fence() == 8);
+    REQUIRE(l.release(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(100)));
+    // Two of three nodes come back empty: a quorum no longer remembers 8.
+    c.crash(0);
+    c.crash(1);
+    c.run_until(c.now() + duration::millis(500));
+    c.restart(0, false);
+    c.restart(1, false);
+    c.crash(2);
+    REQUIRE(l.acquire(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(100)));
+    REQUIRE(l.held());
+    CHECK(l.fence() > 8);
+    const std::string raised = c.node(0).find("{jobs}:fence", c.now().us)->str;
+    CHECK(raised == std::to_string(l.fence()));
 }
 
 TEST_CASE("fencing under Redlock takes max + 1 of a quorum and raises it", "[redlock][sim]") {

@@ -9,7 +9,8 @@
 // The simulation keeps the drift bound trivially (one clock for all), so a
 // violation is a bug in the machine, not bad luck. Restarts that lose the
 // keyspace happen only after the node was down longer than the ttl (Redlock's
-// delayed restart); in the fencing runs nodes keep their data (AOF).
+// delayed restart), in the fencing runs too: a counter lost with the keyspace
+// starts again from the server clock.
 //
 // EDGELOCK_SIM_SCHEDULES raises (or lowers) the schedule counts for long runs.
 // To look into a failure: EDGELOCK_SIM_ONLY=<schedule> EDGELOCK_SIM_TRACE=1
@@ -118,7 +119,6 @@ outcome run_schedule(std::uint64_t seed, bool fenced) {
 
     outcome out;
     std::uint64_t max_fence = 0;
-    bool lost_data = false;
     const std::uint64_t ttl_us = opt.ttl.us;
     const std::uint64_t horizon = c.now().us + pick(rng, 200, 1500) * 1000;
 
@@ -206,9 +206,9 @@ outcome run_schedule(std::uint64_t seed, bool fenced) {
             }
             me.valid_until = ev.validity_deadline.us;
             me.hold_until = c.now().us + pick(rng, 0, 2 * ttl_us);
-            // A restart that lost the keyspace lost the counter too: only
-            // persistence keeps fencing monotonic (see lock.hpp).
-            if (opt.mode == lock_mode::fenced && !lost_data) {
+            // Even across restarts that lost the keyspace: a lost counter
+            // starts again from the server clock (see lock.hpp).
+            if (opt.mode == lock_mode::fenced) {
                 if (ev.fence <= max_fence && out.violation.empty()) {
                     out.violation =
                         "fence " + std::to_string(ev.fence) + " after " + std::to_string(max_fence);
@@ -250,7 +250,7 @@ outcome run_schedule(std::uint64_t seed, bool fenced) {
         const std::uint64_t t = c.now().us + pick(rng, 0, horizon - c.now().us);
         switch (pick(rng, 0, 2)) {
         case 0: {  // crash, then restart
-            const bool keep = fenced || (rng() & 1) != 0;
+            const bool keep = (rng() & 1) != 0;
             const std::uint64_t down =
                 keep ? pick(rng, 0, 2 * ttl_us) : ttl_us + pick(rng, 1000, ttl_us);
             c.at(instant{t}, [&c, node, trace] {
@@ -260,8 +260,7 @@ outcome run_schedule(std::uint64_t seed, bool fenced) {
                     c.crash(node);
                 }
             });
-            c.at(instant{t + down}, [&c, node, keep, trace, &lost_data] {
-                lost_data = lost_data || !keep;
+            c.at(instant{t + down}, [&c, node, keep, trace] {
                 if (trace)
                     std::printf("%llu restart %d keep %d\n", (unsigned long long)c.now().us, node,
                                 keep);
