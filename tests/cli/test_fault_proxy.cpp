@@ -1,0 +1,833 @@
+// The fault proxy (tests/tools/fault_proxy.cpp) between real clients and a
+// real redis-server: pass-through, delays and their order, blackhole and its
+// healing, drop, reset, refuse, trickle, split, the status counters, the
+// control protocol's errors, its command line and its ways to exit; and the
+// library's client taking a lock through it.
+//
+// Built with EDGELOCK_FAULT_PROXY_PATH. Every wait has a deadline; timing
+// checks are lower bounds implied by the injected delays, and upper bounds
+// many times what a run needs.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_helpers.hpp"
+#include "edgelock/client.hpp"
+#include "edgelock/port.hpp"
+#include "integration/redis_server.hpp"
+
+#ifndef EDGELOCK_FAULT_PROXY_PATH
+#error "build with -DEDGELOCK_FAULT_PROXY_PATH=\"/path/to/fault_proxy\""
+#endif
+
+using edgelock_test::mono_s;
+using edgelock_test::process;
+using edgelock_test::redis_client;
+using edgelock_test::redis_server;
+using edgelock_test::run_result;
+
+namespace {
+
+using strings = std::vector<std::string>;
+
+constexpr int exit_usage = 64;
+
+strings proxy_args(const std::string& target, const strings& extra) {
+    strings a = {EDGELOCK_FAULT_PROXY_PATH, "--target", target, "--max-seconds", "60"};
+    a.insert(a.end(), extra.begin(), extra.end());  // a later option wins
+    return a;
+}
+
+// The proxy in front of a target; its ports read from its first line. The
+// process helper kills it at the end of the test.
+struct proxy_proc {
+    process proc;
+    std::uint16_t port = 0;
+    std::uint16_t control = 0;
+
+    explicit proxy_proc(const std::string& target, const strings& extra = {})
+        : proc(proxy_args(target, extra), {}) {
+        const std::string line = proc.read_line(5.0);
+        INFO("first line: '" << line << "'");
+        unsigned a = 0;
+        unsigned b = 0;
+        char tail = 0;
+        REQUIRE(std::sscanf(line.c_str(), "%u %u%c", &a, &b, &tail) == 2);
+        REQUIRE(a > 0);
+        REQUIRE(a < 65536);
+        REQUIRE(b > 0);
+        REQUIRE(b < 65536);
+        REQUIRE(a != b);
+        port = static_cast<std::uint16_t>(a);
+        control = static_cast<std::uint16_t>(b);
+    }
+    explicit proxy_proc(const redis_server& srv, const strings& extra = {})
+        : proxy_proc("127.0.0.1:" + std::to_string(srv.port()), extra) {}
+};
+
+std::string resp(const strings& args) {
+    std::string s = "*" + std::to_string(args.size()) + "\r\n";
+    for (const std::string& a : args) {
+        s += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+    }
+    return s;
+}
+
+enum class ending { data, eof, reset, timeout };
+
+const char* describe(ending e) {
+    switch (e) {
+    case ending::data:
+        return "data";
+    case ending::eof:
+        return "eof";
+    case ending::reset:
+        return "reset";
+    case ending::timeout:
+        return "timeout";
+    }
+    return "?";
+}
+
+// A raw non-blocking loopback TCP client: every call has a deadline.
+class tcp {
+public:
+    explicit tcp(std::uint16_t port) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        REQUIRE(fd_ >= 0);
+        const int one = 1;
+        ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+            return;
+        }
+        if (errno != EINPROGRESS) {
+            error_ = errno;
+            return;
+        }
+        if (!wait(POLLOUT, mono_s() + 3.0)) {
+            error_ = ETIMEDOUT;
+            return;
+        }
+        socklen_t len = sizeof error_;
+        ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error_, &len);
+    }
+    ~tcp() { ::close(fd_); }
+    tcp(const tcp&) = delete;
+    tcp& operator=(const tcp&) = delete;
+
+    int fd() const { return fd_; }
+    // 0 when the connect succeeded, else its errno.
+    int error() const { return error_; }
+
+    void send(const std::string& bytes) {
+        const double deadline = mono_s() + 5.0;
+        std::size_t off = 0;
+        while (off < bytes.size()) {
+            const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+            if (n > 0) {
+                off += static_cast<std::size_t>(n);
+                continue;
+            }
+            REQUIRE((n < 0 && (errno == EAGAIN || errno == EINTR)));
+            REQUIRE(wait(POLLOUT, deadline));
+        }
+    }
+
+    // The next n bytes, or fewer when the deadline, an EOF or an error comes first.
+    std::string read_n(std::size_t n, double timeout_s) {
+        const double deadline = mono_s() + timeout_s;
+        while (buf_.size() < n && fill(deadline) == ending::data) {
+        }
+        return take(std::min(n, buf_.size()));
+    }
+
+    // The next line without its newline, or "" when none came in time.
+    std::string read_line(double timeout_s) {
+        const double deadline = mono_s() + timeout_s;
+        while (buf_.find('\n') == std::string::npos && fill(deadline) == ending::data) {
+        }
+        const std::size_t nl = buf_.find('\n');
+        return nl == std::string::npos ? std::string() : take(nl + 1).substr(0, nl);
+    }
+
+    // What comes next: data, an EOF, an error (reset), or nothing in time.
+    ending next(double timeout_s) {
+        return buf_.empty() ? fill(mono_s() + timeout_s) : ending::data;
+    }
+
+private:
+    bool wait(short events, double deadline) {
+        for (;;) {
+            const double left = deadline - mono_s();
+            if (left <= 0) {
+                return false;
+            }
+            pollfd p{fd_, events, 0};
+            const int r = ::poll(&p, 1, static_cast<int>(left * 1000) + 1);
+            if (r > 0) {
+                return true;
+            }
+            if (r < 0 && errno != EINTR) {
+                return false;
+            }
+        }
+    }
+
+    ending fill(double deadline) {
+        for (;;) {
+            char tmp[65536];
+            const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+            if (n > 0) {
+                buf_.append(tmp, static_cast<std::size_t>(n));
+                return ending::data;
+            }
+            if (n == 0) {
+                return ending::eof;
+            }
+            if (errno != EAGAIN && errno != EINTR) {
+                return ending::reset;
+            }
+            if (!wait(POLLIN, deadline)) {
+                return ending::timeout;
+            }
+        }
+    }
+
+    std::string take(std::size_t n) {
+        std::string s = buf_.substr(0, n);
+        buf_.erase(0, n);
+        return s;
+    }
+
+    int fd_ = -1;
+    int error_ = 0;
+    std::string buf_;
+};
+
+// A control connection: one command out, its one-line answer back.
+class controller {
+public:
+    explicit controller(const proxy_proc& p) : t_(p.control) { REQUIRE(t_.error() == 0); }
+    std::string operator()(const std::string& line) {
+        t_.send(line + "\n");
+        return t_.read_line(3.0);
+    }
+    tcp& socket() { return t_; }
+
+private:
+    tcp t_;
+};
+
+// A number from a status line ("conns=3" -> 3); -1 when absent.
+long long field(const std::string& status, const std::string& name) {
+    const std::string key = " " + name + "=";
+    const std::size_t at = status.find(key);
+    return at == std::string::npos ? -1 : std::atoll(status.c_str() + at + key.size());
+}
+
+std::string mode_of(const std::string& status) {
+    const std::size_t at = status.find(" mode=");
+    return at == std::string::npos ? std::string()
+                                   : status.substr(at + 6, status.find(' ', at + 6) - at - 6);
+}
+
+// Polls cond every 10 ms until it holds or timeout_s passed.
+template <typename F>
+bool eventually(F cond, double timeout_s) {
+    const double deadline = mono_s() + timeout_s;
+    for (;;) {
+        if (cond()) {
+            return true;
+        }
+        if (mono_s() >= deadline) {
+            return false;
+        }
+        ::usleep(10000);
+    }
+}
+
+// A client connected through the proxy, checked to work.
+void ping_ok(tcp& c) {
+    REQUIRE(c.error() == 0);
+    c.send(resp({"PING"}));
+    REQUIRE(c.read_n(7, 5.0) == "+PONG\r\n");
+}
+
+// A connection the proxy resets (or closes) at once: the reset may already
+// have failed the connect, or comes with the next read.
+void check_cut(tcp& c) {
+    if (c.error() != 0) {
+        CHECK(c.error() == ECONNRESET);
+        return;
+    }
+    c.send(resp({"PING"}));  // may fail quietly (MSG_NOSIGNAL): the read tells
+    const ending e = c.next(3.0);
+    INFO(describe(e));
+    CHECK((e == ending::reset || e == ending::eof));
+}
+
+// Seconds a PING takes to go and come back on c.
+double ping_seconds(tcp& c) {
+    const double t0 = mono_s();
+    ping_ok(c);
+    return mono_s() - t0;
+}
+
+std::string incr_replies(int from, int to) {
+    std::string s;
+    for (int i = from; i <= to; ++i) {
+        s += ":" + std::to_string(i) + "\r\n";
+    }
+    return s;
+}
+
+bool process_gone(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) {
+        return true;
+    }
+    const std::size_t paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("proxy: commands and replies pass through unchanged", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    redis_client admin(srv.port());
+
+    redis_client c(p.port);
+    CHECK(c.command({"PING"}).text == "PONG");
+    CHECK(c.command({"SET", "k", "v"}).text == "OK");
+    CHECK(c.command({"GET", "k"}).text == "v");
+    CHECK(admin.command({"GET", "k"}).text == "v");
+
+    // Larger than the proxy's 1 MB bound per direction: it flows in steps.
+    const std::string big(3u << 20, 'x');
+    CHECK(c.command({"SET", "big", big}).text == "OK");
+    tcp raw(p.port);
+    REQUIRE(raw.error() == 0);
+    raw.send(resp({"GET", "big"}));
+    const std::string want = "$" + std::to_string(big.size()) + "\r\n" + big + "\r\n";
+    CHECK(raw.read_n(want.size(), 5.0) == want);
+
+    // Two clients at once, each on its own upstream connection.
+    redis_client d(p.port);
+    CHECK(d.command({"SELECT", "1"}).text == "OK");
+    CHECK(d.command({"GET", "k"}).type == '_');
+    CHECK(c.command({"GET", "k"}).text == "v");
+    const std::string st = ctl("status");
+    CHECK(field(st, "conns") == 3);
+    CHECK(field(st, "accepted") == 3);
+}
+
+TEST_CASE("proxy: delays are lower bounds, per direction", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    tcp c(p.port);
+    ping_ok(c);
+
+    REQUIRE(ctl("delay up 200") == "OK");
+    std::string st = ctl("status");
+    CHECK(field(st, "delay_up") == 200);
+    CHECK(st.find(" delay_up=200/0 delay_down=0/0 ") != std::string::npos);
+    double s = ping_seconds(c);
+    CHECK(s >= 0.2);
+    CHECK(s < 5.0);
+
+    REQUIRE(ctl("delay up 0") == "OK");
+    REQUIRE(ctl("delay down 200 50") == "OK");
+    CHECK(ctl("status").find(" delay_up=0/0 delay_down=200/50 ") != std::string::npos);
+    s = ping_seconds(c);
+    CHECK(s >= 0.2);
+    CHECK(s < 5.0);
+
+    REQUIRE(ctl("delay both 150") == "OK");
+    s = ping_seconds(c);
+    CHECK(s >= 0.3);
+    CHECK(s < 5.0);
+
+    // A connection opened under the delay gets it too.
+    tcp d(p.port);
+    s = ping_seconds(d);
+    CHECK(s >= 0.3);
+    CHECK(s < 5.0);
+
+    REQUIRE(ctl("delay both 0") == "OK");
+    CHECK(ctl("status").find(" delay_up=0/0 delay_down=0/0 ") != std::string::npos);
+    REQUIRE(ctl("delay both 300") == "OK");
+    REQUIRE(ctl("pass") == "OK");
+    st = ctl("status");
+    CHECK(st.find(" delay_up=0/0 delay_down=0/0 ") != std::string::npos);
+    CHECK(mode_of(st) == "pass");
+    ping_ok(c);
+}
+
+TEST_CASE("proxy: jittered delay keeps the order of chunks", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv, {"--seed", "7"});
+    controller ctl(p);
+    tcp c(p.port);
+    ping_ok(c);
+    REQUIRE(ctl("delay both 5 20") == "OK");
+
+    // One INCR per send, spaced so the proxy reads them as separate chunks
+    // whose random delays would reorder them if it let them.
+    const int n = 200;
+    const double t0 = mono_s();
+    for (int i = 0; i < n; ++i) {
+        c.send(resp({"INCR", "counter"}));
+        ::usleep(300);
+    }
+    const std::string want = incr_replies(1, n);
+    CHECK(c.read_n(want.size(), 8.0) == want);
+    CHECK(mono_s() - t0 >= 0.01);  // at least one delay up and one down
+    CHECK(c.next(0.1) == ending::timeout);
+}
+
+TEST_CASE("proxy: blackhole holds everything until pass heals it", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    tcp a(p.port);
+    ping_ok(a);
+
+    REQUIRE(ctl("blackhole") == "OK");
+    CHECK(mode_of(ctl("status")) == "blackhole");
+    a.send(resp({"PING"}));
+    for (int i = 0; i < 50; ++i) {
+        a.send(resp({"INCR", "n"}));
+    }
+    // A connection made during the partition: accepted, not forwarded.
+    tcp b(p.port);
+    REQUIRE(b.error() == 0);
+    b.send(resp({"ECHO", "late"}));
+    CHECK(a.next(0.3) == ending::timeout);
+    CHECK(b.next(0.05) == ending::timeout);
+    redis_client admin(srv.port());
+    CHECK(admin.command({"EXISTS", "n"}).integer == 0);  // nothing reached the server
+    const std::string st = ctl("status");
+    CHECK(field(st, "conns") == 2);
+    CHECK(field(st, "accepted") == 2);
+
+    REQUIRE(ctl("pass") == "OK");
+    const std::string want = "+PONG\r\n" + incr_replies(1, 50);
+    CHECK(a.read_n(want.size(), 5.0) == want);
+    CHECK(b.read_n(10, 5.0) == "$4\r\nlate\r\n");
+    // Still in step: the next command gets its own reply.
+    a.send(resp({"GET", "n"}));
+    CHECK(a.read_n(8, 5.0) == "$2\r\n50\r\n");
+    ping_ok(b);
+}
+
+TEST_CASE("proxy: drop closes every connection with a FIN", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    tcp a(p.port);
+    tcp b(p.port);
+    ping_ok(a);
+    ping_ok(b);
+
+    CHECK(ctl("drop") == "OK drop=2");
+    CHECK(a.next(3.0) == ending::eof);
+    CHECK(b.next(3.0) == ending::eof);
+    // The mode is unchanged: a new connection works.
+    const std::string st = ctl("status");
+    CHECK(mode_of(st) == "pass");
+    CHECK(field(st, "conns") == 0);
+    tcp c(p.port);
+    ping_ok(c);
+}
+
+TEST_CASE("proxy: reset aborts every connection", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    tcp a(p.port);
+    ping_ok(a);
+
+    CHECK(ctl("reset") == "OK reset=1");
+    const ending e = a.next(3.0);
+    INFO(describe(e));
+    CHECK((e == ending::reset || e == ending::eof));
+    CHECK(mode_of(ctl("status")) == "pass");
+    tcp c(p.port);
+    ping_ok(c);
+}
+
+TEST_CASE("proxy: refuse resets new connections, keeps the old ones", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    tcp old(p.port);
+    ping_ok(old);
+
+    REQUIRE(ctl("refuse") == "OK");
+    CHECK(mode_of(ctl("status")) == "refuse");
+    for (int i = 0; i < 3; ++i) {
+        tcp fresh(p.port);
+        check_cut(fresh);
+    }
+    ping_ok(old);
+    CHECK(field(ctl("status"), "accepted") == 4);
+
+    REQUIRE(ctl("pass") == "OK");
+    tcp again(p.port);
+    ping_ok(again);
+}
+
+TEST_CASE("proxy: trickle sends one byte per interval", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    redis_client admin(srv.port());
+    REQUIRE(admin.command({"SET", "k", "0123456789"}).text == "OK");
+    tcp c(p.port);
+    ping_ok(c);
+
+    REQUIRE(ctl("trickle 10") == "OK");
+    CHECK(mode_of(ctl("status")) == "trickle");
+    const std::string request = resp({"GET", "k"});
+    const std::string reply = "$10\r\n0123456789\r\n";
+    const double t0 = mono_s();
+    c.send(request);
+    // The first byte of each direction may go at once, then one per 10 ms.
+    CHECK(c.read_n(3, 5.0) == "$10");
+    const double first = mono_s() - t0;
+    CHECK(first >= 0.01 * static_cast<double>(request.size() - 1 + 2));
+    CHECK(c.read_n(reply.size() - 3, 5.0) == reply.substr(3));
+    const double s = mono_s() - t0;
+    CHECK(s >= 0.01 * static_cast<double>(request.size() - 1 + reply.size() - 1));
+    CHECK(s < 5.0);
+
+    REQUIRE(ctl("pass") == "OK");
+    CHECK(ping_seconds(c) < 5.0);
+}
+
+TEST_CASE("proxy: split forwards byte by byte, and stays correct", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    redis_client c(p.port);
+    REQUIRE(ctl("split") == "OK");
+    CHECK(mode_of(ctl("status")) == "split");
+
+    CHECK(c.command({"PING"}).text == "PONG");
+    CHECK(c.command({"SET", "k", "value"}).text == "OK");
+    CHECK(c.command({"GET", "k"}).text == "value");
+    const std::string mid(100000, 'm');
+    CHECK(c.command({"SET", "mid", mid}).text == "OK");
+    CHECK(c.command({"GET", "mid"}).text == mid);
+
+    // Many commands in one write, their replies one byte at a time.
+    std::string batch;
+    for (int i = 0; i < 300; ++i) {
+        batch += resp({"INCR", "n"});
+    }
+    c.send_raw(batch);
+    for (int i = 1; i <= 300; ++i) {
+        const edgelock_test::reply r = c.read_reply();
+        REQUIRE(r.type == ':');
+        REQUIRE(r.integer == i);
+    }
+
+    // With a delay as well.
+    REQUIRE(ctl("delay both 10 10") == "OK");
+    CHECK(mode_of(ctl("status")) == "split");
+    CHECK(c.command({"GET", "n"}).text == "300");
+}
+
+TEST_CASE("proxy: status counts connections and bytes", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    CHECK(ctl("status") ==
+          "OK mode=pass delay_up=0/0 delay_down=0/0 conns=0 accepted=0 bytes_up=0 bytes_down=0");
+    {
+        tcp c(p.port);
+        ping_ok(c);  // 14 bytes up, 7 down
+        const std::string st = ctl("status");
+        CHECK(field(st, "conns") == 1);
+        CHECK(field(st, "accepted") == 1);
+        CHECK(field(st, "bytes_up") == 14);
+        CHECK(field(st, "bytes_down") == 7);
+        tcp d(p.port);
+        ping_ok(d);
+        CHECK(field(ctl("status"), "conns") == 2);
+    }
+    // Both clients closed: the proxy closes their upstream side too.
+    std::string st;
+    CHECK(eventually(
+        [&] {
+            st = ctl("status");
+            return field(st, "conns") == 0;
+        },
+        3.0));
+    CHECK(field(st, "accepted") == 2);
+    CHECK(field(st, "bytes_up") == 28);
+    CHECK(field(st, "bytes_down") == 14);
+    redis_client admin(srv.port());
+    CHECK(eventually(
+        [&] {
+            // Only admin's own connection is left on the server.
+            const std::string list = admin.command({"CLIENT", "LIST"}).text;
+            return std::count(list.begin(), list.end(), '\n') == 1;
+        },
+        3.0));
+
+    // Several commands in one write, and a second control connection.
+    ctl.socket().send("status\nstatus\n");
+    CHECK(ctl.socket().read_line(3.0) == st);
+    CHECK(ctl.socket().read_line(3.0) == st);
+    controller other(p);
+    CHECK(other("status") == st);
+}
+
+TEST_CASE("proxy: bad commands answer ERR and change nothing", "[proxy]") {
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    REQUIRE(ctl("delay up 30 5") == "OK");
+    REQUIRE(ctl("split") == "OK");
+    const std::string before = ctl("status");
+    REQUIRE(before.compare(0, 3, "OK ") == 0);
+
+    const strings bad = {"",
+                         "   ",
+                         "bogus",
+                         "PASS",
+                         "pass now",
+                         "delay",
+                         "delay up",
+                         "delay sideways 10",
+                         "delay up x",
+                         "delay up -1",
+                         "delay up 600001",
+                         "delay up 10 600001",
+                         "delay up 10 20 30",
+                         "delay up 99999999999999999999999",
+                         "trickle",
+                         "trickle 1.5",
+                         "trickle 10 20",
+                         "blackhole 1",
+                         "refuse x",
+                         "drop all",
+                         "status now",
+                         "quit now"};
+    for (const std::string& cmd : bad) {
+        INFO("command '" << cmd << "'");
+        CHECK(ctl(cmd).compare(0, 4, "ERR ") == 0);
+    }
+    CHECK(ctl("status") == before);
+    CHECK(ctl("delay up 600000 600000") == "OK");  // the largest accepted
+    CHECK(ctl("delay up 30 5") == "OK");
+    CHECK(ctl("status") == before);
+
+    // A line over 256 bytes: ERR, then the proxy closes that connection.
+    ctl.socket().send(std::string(300, 'x') + "\n");
+    CHECK(ctl.socket().read_line(3.0).compare(0, 4, "ERR ") == 0);
+    CHECK(ctl.socket().next(3.0) == ending::eof);
+    controller other(p);
+    CHECK(other("status") == before);
+    // Also when no newline comes at all.
+    controller third(p);
+    third.socket().send(std::string(400, 'y'));
+    CHECK(third.socket().read_line(3.0).compare(0, 4, "ERR ") == 0);
+    CHECK(third.socket().next(3.0) == ending::eof);
+    CHECK(other("status") == before);
+}
+
+TEST_CASE("proxy: upstream failures and closes reach the client", "[proxy]") {
+    SECTION("nothing listens at the target: the client is reset") {
+        std::uint16_t dead_port = 0;
+        {
+            redis_server gone;
+            dead_port = gone.port();
+        }
+        proxy_proc p("127.0.0.1:" + std::to_string(dead_port));
+        tcp c(p.port);
+        check_cut(c);
+    }
+    SECTION("the server dies: the client sees the connection end") {
+        redis_server srv;
+        proxy_proc p(srv);
+        tcp c(p.port);
+        ping_ok(c);
+        srv.kill();
+        const ending e = c.next(3.0);
+        INFO(describe(e));
+        CHECK((e == ending::reset || e == ending::eof));
+    }
+    SECTION("a client's half-close: the reply still comes, then EOF") {
+        redis_server srv;
+        proxy_proc p(srv);
+        tcp c(p.port);
+        REQUIRE(c.error() == 0);
+        c.send(resp({"PING"}));
+        ::shutdown(c.fd(), SHUT_WR);
+        CHECK(c.read_n(7, 3.0) == "+PONG\r\n");
+        CHECK(c.next(3.0) == ending::eof);
+    }
+}
+
+TEST_CASE("proxy: a bad command line exits 64", "[proxy]") {
+    const strings targets = {"10.1.2.3:6379", "localhost:6379",  "redis.example.com:6379",
+                             "8.8.8.8:53",    "128.0.0.1:6379",  "[2001:db8::1]:6379",
+                             "[::1]",         "::1:6379",        "127.0.0.1",
+                             "127.0.0.1:0",   "127.0.0.1:70000", "127.0.0.1:x",
+                             "127.1:6379",    "0x7f000001:6379", ":6379"};
+    for (const std::string& t : targets) {
+        INFO("target " << t);
+        process proc({EDGELOCK_FAULT_PROXY_PATH, "--target", t}, {});
+        const run_result r = proc.finish(5.0);
+        CHECK(r.status == exit_usage);
+        CHECK(r.out.empty());
+        CHECK(!r.err.empty());
+    }
+    const std::vector<strings> usages = {
+        {},
+        {"--listen", "0"},
+        {"--target"},
+        {"--target", "127.0.0.1:6379", "--bogus", "1"},
+        {"--target", "127.0.0.1:6379", "--listen", "abc"},
+        {"--target", "127.0.0.1:6379", "--listen", "65536"},
+        {"--target", "127.0.0.1:6379", "--control"},
+        {"--target", "127.0.0.1:6379", "--max-seconds", "0"},
+        {"--target", "127.0.0.1:6379", "--seed", "-1"},
+        {"127.0.0.1:6379"},
+    };
+    for (const strings& args : usages) {
+        strings argv = {EDGELOCK_FAULT_PROXY_PATH};
+        argv.insert(argv.end(), args.begin(), args.end());
+        process proc(argv, {});
+        const run_result r = proc.finish(5.0);
+        INFO("stderr: " << r.err);
+        CHECK(r.status == exit_usage);
+        CHECK(r.err.find("usage: fault_proxy") != std::string::npos);
+    }
+    // Loopback targets are accepted: the proxy starts.
+    proxy_proc v6("[::1]:6379");
+    proxy_proc other("127.0.0.2:6379");
+}
+
+TEST_CASE("proxy: it exits 0 by itself, on quit, on SIGTERM, with its parent", "[proxy]") {
+    redis_server srv;
+    SECTION("--max-seconds") {
+        proxy_proc p(srv, {"--max-seconds", "1"});
+        tcp c(p.port);
+        ping_ok(c);
+        const run_result r = p.proc.finish(4.0);
+        CHECK_FALSE(r.timed_out);
+        CHECK(r.status == 0);
+        CHECK(r.seconds >= 0.9);
+        CHECK(c.next(3.0) != ending::timeout);  // its connections closed
+    }
+    SECTION("quit") {
+        proxy_proc p(srv);
+        controller ctl(p);
+        CHECK(ctl("quit") == "OK");
+        const run_result r = p.proc.finish(3.0);
+        CHECK_FALSE(r.timed_out);
+        CHECK(r.status == 0);
+        tcp c(p.port);
+        CHECK(c.error() == ECONNREFUSED);
+    }
+    SECTION("SIGTERM") {
+        proxy_proc p(srv);
+        p.proc.signal(SIGTERM);
+        const run_result r = p.proc.finish(3.0);
+        CHECK_FALSE(r.timed_out);
+        CHECK(r.status == 0);
+    }
+    SECTION("its parent dies") {
+        // A shell starts the proxy and waits; killing the shell alone must
+        // take the proxy down with it.
+        const std::string cmd = std::string("'") + EDGELOCK_FAULT_PROXY_PATH +
+                                "' --target 127.0.0.1:" + std::to_string(srv.port()) +
+                                " --max-seconds 60 & echo pid $!; wait";
+        process sh({"/bin/sh", "-c", cmd}, {});
+        long pid = 0;
+        bool ports = false;
+        for (int i = 0; i < 2; ++i) {
+            const std::string line = sh.read_line(5.0);
+            if (line.compare(0, 4, "pid ") == 0) {
+                pid = std::atol(line.c_str() + 4);
+            } else {
+                ports = !line.empty();
+            }
+        }
+        REQUIRE(pid > 0);
+        REQUIRE(ports);
+        CHECK_FALSE(process_gone(static_cast<pid_t>(pid)));
+        sh.signal(SIGKILL);
+        CHECK(eventually([&] { return process_gone(static_cast<pid_t>(pid)); }, 3.0));
+    }
+}
+
+TEST_CASE("proxy: the library's client takes a lock through split and delay", "[proxy]") {
+    using namespace edgelock;
+    redis_server srv;
+    proxy_proc p(srv);
+    controller ctl(p);
+    redis_client admin(srv.port());
+    const std::string url = "redis://127.0.0.1:" + std::to_string(p.port);
+    const str_view urls[] = {str_view(url.data(), url.size())};
+
+    for (const char* fault : {"split", "delay both 20"}) {
+        INFO("fault: " << fault);
+        REQUIRE(ctl("pass") == "OK");
+        REQUIRE(ctl(fault) == "OK");
+        client<1> c;
+        REQUIRE(c.configure(urls, 1, client_options{}) == client_errc::ok);
+        lock_options o;
+        o.ttl = duration::millis(10000);
+        o.node_timeout = duration::millis(2000);
+        watchdog_options w;
+        w.enabled = false;
+        client_lock l;
+        REQUIRE(l.attach(c, "proxied", o, w) == client_errc::ok);
+        REQUIRE(c.connect(port::now() + duration::seconds(5)) == 1);
+
+        const double t0 = mono_s();
+        const op_result a = l.try_acquire();
+        REQUIRE(a.error == client_errc::ok);
+        REQUIRE(a.event.kind == lock_event_kind::acquired);
+        CHECK(l.held());
+        char hex[owner_token::hex_size];
+        l.token().to_hex(hex);
+        CHECK(admin.command({"GET", "{proxied}"}).text == std::string(hex, sizeof hex));
+        const op_result r = l.release();
+        REQUIRE(r.error == client_errc::ok);
+        REQUIRE(r.event.kind == lock_event_kind::released);
+        if (std::string(fault) != "split") {
+            CHECK(mono_s() - t0 >= 0.08);  // two round trips of 2 x 20 ms
+        }
+        CHECK_FALSE(l.held());
+        CHECK(admin.command({"EXISTS", "{proxied}"}).integer == 0);
+        l.detach();
+    }
+    CHECK(field(ctl("status"), "accepted") == 2);
+}
