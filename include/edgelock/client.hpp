@@ -424,8 +424,9 @@ private:
 
     enum class op : std::uint8_t { none, acquire, renew, release };
 
-    client_errc start(op kind) noexcept;
-    op_result run(op kind) noexcept;
+    // max_tries and wait: the retry policy of an acquire, kept only if it starts.
+    client_errc start(op kind, std::uint32_t max_tries = 1, duration wait = duration{}) noexcept;
+    op_result run(op kind, std::uint32_t max_tries = 1, duration wait = duration{}) noexcept;
     void abandon() noexcept;
 
     lock machine_;

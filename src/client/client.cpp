@@ -1145,7 +1145,11 @@ client_errc client_base::command(std::uint8_t index, const str_view* args, std::
     if (node_count_ == 0) {
         return client_errc::not_configured;
     }
-    if (index >= node_count_ || fn == nullptr || command_fn_ != nullptr) {
+    // Arguments that can never go out are refused before anything is connected
+    // or waited for: none at all, or more than the send buffer holds.
+    const std::size_t size = resp_command_size(args, argc);
+    if (index >= node_count_ || fn == nullptr || command_fn_ != nullptr || size == 0 ||
+        size > EDGELOCK_CLIENT_TX_BUFFER) {
         return client_errc::bad_option;
     }
     detail::connection& c = conns_[index];
@@ -1154,8 +1158,7 @@ client_errc client_base::command(std::uint8_t index, const str_view* args, std::
     }
     // Room in the buffer and the pipeline: let what is queued drain first.
     while (c.state == node_state::ready &&
-           (c.fifo_count == EDGELOCK_CLIENT_PIPELINE ||
-            resp_command_size(args, argc) > sizeof c.tx - c.tx_size) &&
+           (c.fifo_count == EDGELOCK_CLIENT_PIPELINE || size > sizeof c.tx - c.tx_size) &&
            port::now() < deadline) {
         if (step(deadline) != client_errc::ok) {
             break;
@@ -1242,7 +1245,7 @@ bool client_lock::held() const noexcept {
     return machine_.held() && port::now() < machine_.validity_deadline();
 }
 
-client_errc client_lock::start(op kind) noexcept {
+client_errc client_lock::start(op kind, std::uint32_t max_tries, duration wait) noexcept {
     if (client_ == nullptr) {
         return client_errc::not_attached;
     }
@@ -1293,6 +1296,12 @@ client_errc client_lock::start(op kind) noexcept {
     case op::none:
         return client_errc::bad_option;
     }
+    if (kind == op::acquire) {
+        // Only now: a refused call must not rewrite the retries of an
+        // acquisition that is still waiting for its nodes.
+        max_tries_ = max_tries;
+        wait_ = wait;
+    }
     pending_ = kind;
     pending_since_ = now;
     running_ = op::none;
@@ -1321,9 +1330,7 @@ client_errc client_lock::start_acquire(std::uint32_t max_tries, duration wait) n
     if (max_tries == 0) {
         return client_errc::bad_option;
     }
-    max_tries_ = max_tries;
-    wait_ = wait;
-    return start(op::acquire);
+    return start(op::acquire, max_tries, wait);
 }
 
 client_errc client_lock::start_renew() noexcept {
@@ -1334,7 +1341,7 @@ client_errc client_lock::start_release() noexcept {
     return start(op::release);
 }
 
-op_result client_lock::run(op kind) noexcept {
+op_result client_lock::run(op kind, std::uint32_t max_tries, duration wait) noexcept {
     op_result out;
     if (client_ == nullptr) {
         out.error = client_errc::not_attached;
@@ -1349,13 +1356,13 @@ op_result client_lock::run(op kind) noexcept {
     const client_options& co = client_->options_;
     duration span = co.connect_timeout + co.connect_timeout + ttl_ + duration::seconds(5);
     if (kind == op::acquire) {
-        span = span + wait_;
+        span = span + wait;
     }
     const instant bound = port::now() + span;
     // The outcome is written into `out` by whatever ends the operation, which
     // may happen inside start() already.
     waiter_ = &out;
-    out.error = start(kind);
+    out.error = start(kind, max_tries, wait);
     if (out.error != client_errc::ok) {
         waiter_ = nullptr;
         return out;
@@ -1398,14 +1405,11 @@ void client_lock::abandon() noexcept {
 }
 
 op_result client_lock::try_acquire() noexcept {
-    max_tries_ = 1;
-    return run(op::acquire);
+    return run(op::acquire, 1, wait_);
 }
 
 op_result client_lock::acquire(duration wait) noexcept {
-    max_tries_ = UINT32_MAX;
-    wait_ = wait;
-    return run(op::acquire);
+    return run(op::acquire, UINT32_MAX, wait);
 }
 
 op_result client_lock::renew() noexcept {

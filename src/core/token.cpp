@@ -64,8 +64,11 @@ bool owner_token::operator==(const owner_token& other) const noexcept {
 bool random_between(const random_source& source, std::uint64_t low, std::uint64_t high,
                     std::uint64_t& out) noexcept {
     if (high <= low) {
+        if (!source.valid()) {
+            return false;  // like every failure: out unchanged
+        }
         out = low;
-        return source.valid();
+        return true;
     }
     const std::uint64_t span = high - low;
     // Rejection sampling: a plain modulo would favour small delays, and the
