@@ -360,6 +360,7 @@ int release_command(client_lock& l) {
 
 struct status_reply {
     bool answered = false;
+    bool is_integer = false;  // PTTL must answer with one; anything else is not Redis
     long long integer = 0;
     std::string value;
     bool is_text = false;
@@ -373,6 +374,7 @@ void take_reply(void* ctx, const resp_node* n, std::size_t count) {
     r.answered = true;
     if (n[0].type == resp_type::integer) {
         r.integer = n[0].integer;
+        r.is_integer = true;
     } else if (n[0].has_text() && !n[0].is_error()) {
         r.value = text(n[0].text);
         r.is_text = true;
@@ -394,7 +396,7 @@ int status_command(client_lock& l) {
         const str_view getf[] = {"GET", str_view(counter.data(), counter.size())};
         const instant bound = port::now() + duration::seconds(2);
         nodes.command(i, pttl, 2, bound, take_reply, &ttl);
-        if (ttl.answered) {
+        if (ttl.is_integer) {
             nodes.command(i, get, 2, bound, take_reply, &value);
             nodes.command(i, getf, 2, bound, take_reply, &fence);
         }
@@ -402,6 +404,8 @@ int status_command(client_lock& l) {
         if (!ttl.answered) {
             const node_info n = nodes.node(i);
             line += std::string("unreachable (") + describe(n.error) + ")";
+        } else if (!ttl.is_integer) {
+            line += "unexpected reply to PTTL";
         } else {
             ++answered;
             if (ttl.integer == -2) {

@@ -104,7 +104,12 @@ bool read_password_file(const std::string& path, std::string& out, std::string& 
     char buf[1024];
     const std::size_t n = std::fread(buf, 1, sizeof buf, f);
     const bool more = std::fgetc(f) != EOF;
+    const int read_error = std::ferror(f) != 0 ? errno : 0;
     std::fclose(f);
+    if (read_error != 0) {  // a directory, say: not an empty password
+        error = "cannot read password file '" + path + "': " + std::strerror(read_error);
+        return false;
+    }
     if (more) {
         error = "password file '" + path + "' is too long";
         return false;
@@ -183,6 +188,15 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
         const bool long_opt = arg[1] == '-';
         const std::string name = long_opt ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
         std::string v;
+        // Options without a value take none: "--nonblock=no" or "-vq" are not
+        // silently read as --nonblock or -v.
+        const bool flag = name == "-h" || name == "--help" || name == "-V" || name == "--version" ||
+                          name == "-n" || name == "--nonblock" || name == "--fencing" ||
+                          name == "-v" || name == "--verbose" || name == "-q" || name == "--quiet";
+        if (flag && arg != name) {
+            error = "unknown option '" + arg + "'";
+            return false;
+        }
         if (name == "-h" || name == "--help") {
             o.cmd = command::help;
             out = o;
@@ -227,10 +241,6 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                 o.grace = d;
             }
         } else if (name == "-n" || name == "--nonblock") {
-            if (!long_opt && arg.size() > 2) {
-                error = "unknown option '" + arg + "'";
-                return false;
-            }
             o.nonblock = true;
         } else if (name == "-E" || name == "--conflict-exit-code") {
             if (!value_of(arg, name.size(), v)) {
@@ -285,6 +295,13 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
     }
     if (want == 2) {
         o.token = operands[1];
+        // Checked here, like every usage error, before any node is contacted.
+        edgelock::owner_token t;
+        if (!t.from_hex(o.token.data(), o.token.size())) {
+            error =
+                "TOKEN must be " + std::to_string(edgelock::owner_token::hex_size) + " hex digits";
+            return false;
+        }
     }
     if (o.cmd == command::run && o.child.empty()) {
         error = "run needs a command after --";

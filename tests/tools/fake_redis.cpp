@@ -4,8 +4,9 @@
 //
 //   fake_redis MODE [--seconds N]
 //
-// Modes: silent, reset, close, trickle, garbage, huge-length, negative-length,
-// deep, no-cr, big-error, wrong-type, ok-then-garbage (see usage()).
+// Modes: silent, reset, close, trickle, garbage, huge-length, length-2-63,
+// negative-length, deep, no-cr, big-error, wrong-type, ok-then-garbage, random
+// (see usage()).
 //
 // Commands are split from the input as RESP arrays of bulk strings, or as
 // inline lines when the input is not that; each counts as one command. Many
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,12 +39,14 @@ enum class mode {
     trickle,
     garbage,
     huge_length,
+    length_2_63,
     negative_length,
     deep,
     no_cr,
     big_error,
     wrong_type,
     ok_then_garbage,
+    random,
 };
 
 struct mode_name {
@@ -57,12 +61,14 @@ const mode_name modes[] = {
     {"trickle", mode::trickle},
     {"garbage", mode::garbage},
     {"huge-length", mode::huge_length},
+    {"length-2-63", mode::length_2_63},
     {"negative-length", mode::negative_length},
     {"deep", mode::deep},
     {"no-cr", mode::no_cr},
     {"big-error", mode::big_error},
     {"wrong-type", mode::wrong_type},
     {"ok-then-garbage", mode::ok_then_garbage},
+    {"random", mode::random},
 };
 
 // Set-up commands ok-then-garbage answers properly before turning hostile.
@@ -70,6 +76,8 @@ constexpr int ok_commands = 12;
 // Replies wait in a connection's buffer up to this; more are dropped.
 constexpr std::size_t max_pending = 16u << 20;
 constexpr int max_clients = 64;
+// random: bytes queued per connection at a time, refilled as they go out.
+constexpr std::size_t random_chunk = 4096;
 
 void usage() {
     std::fprintf(stderr,
@@ -80,12 +88,15 @@ void usage() {
                  "  trickle          +OK to every command, one byte per second\n"
                  "  garbage          random bytes to every command\n"
                  "  huge-length      $9223372036854775807 to every command\n"
+                 "  length-2-63      $9223372036854775808 (2^63) to every command\n"
                  "  negative-length  $-5 to every command\n"
                  "  deep             100000 nested *1 to the first command, then nothing\n"
                  "  no-cr            +OK without the CR to every command\n"
                  "  big-error        a 1000000-byte error to every command\n"
                  "  wrong-type       the array [foo, bar] to every command\n"
-                 "  ok-then-garbage  +OK to the first %d commands, then random bytes\n",
+                 "  ok-then-garbage  +OK to the first %d commands, then random bytes\n"
+                 "  random           seeded random bytes from the moment a connection is\n"
+                 "                   accepted, without end, whatever the client sends\n",
                  ok_commands);
 }
 
@@ -103,6 +114,7 @@ struct connection {
     int commands = 0;
     bool answered_deep = false;
     double next_trickle = 0;  // trickle: when the next byte may go
+    std::mt19937 rng;         // random: this connection's own stream
 };
 
 // Removes whole commands from the front of `in` and returns how many. A RESP
@@ -173,6 +185,8 @@ std::string reply_for(mode m, connection& c, std::mt19937& rng) {
         return random_bytes(rng, 64);
     case mode::huge_length:
         return "$9223372036854775807\r\n";
+    case mode::length_2_63:
+        return "$9223372036854775808\r\n";
     case mode::negative_length:
         return "$-5\r\n";
     case mode::deep: {
@@ -198,6 +212,7 @@ std::string reply_for(mode m, connection& c, std::mt19937& rng) {
     case mode::silent:
     case mode::reset:
     case mode::close:
+    case mode::random:  // its bytes do not answer anything: see main()
         break;
     }
     return std::string();
@@ -254,7 +269,7 @@ bool on_readable(mode m, connection& c, std::mt19937& rng) {
         c.fd = -1;
         return false;
     }
-    if (m == mode::silent) {
+    if (m == mode::silent || m == mode::random) {
         return true;
     }
     c.in.append(buf, static_cast<std::size_t>(n));
@@ -315,6 +330,7 @@ int main(int argc, char** argv) {
 
     std::mt19937 rng(20240601u);  // seeded: the same garbage every run
     std::vector<connection> conns;
+    std::uint32_t accepted = 0;
     const double deadline = now_s() + seconds;
     for (;;) {
         const double now = now_s();
@@ -324,6 +340,14 @@ int main(int argc, char** argv) {
         std::vector<pollfd> fds;
         fds.push_back(pollfd{lfd, POLLIN, 0});
         double wake = deadline;
+        if (m == mode::random) {
+            for (connection& c : conns) {
+                if (c.out_off >= c.out.size()) {
+                    c.out = random_bytes(c.rng, random_chunk);
+                    c.out_off = 0;
+                }
+            }
+        }
         for (const connection& c : conns) {
             short ev = POLLIN;
             if (c.out_off < c.out.size()) {
@@ -377,6 +401,8 @@ int main(int argc, char** argv) {
                 }
                 connection c;
                 c.fd = cfd;
+                // Seeded per connection: the same bytes every run.
+                c.rng.seed(20240601u + accepted++);
                 conns.push_back(std::move(c));
             }
         }
