@@ -14,13 +14,17 @@ HOST    := $(BUILD)/host
 AARCH64 := $(BUILD)/aarch64
 ARMHF   := $(BUILD)/armhf
 FUZZ    := $(BUILD)/fuzz
+ASAN    := $(BUILD)/asan
+CHAOS_SECONDS ?= 600
+CHAOS_NODES ?= 5
+CHAOS_SMOKE_SECONDS ?= 90
 
 # Sources clang-format checks: everything we wrote, nothing generated.
 FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null || \
                  find include src port tests examples -name '*.[ch]pp')
 
 .PHONY: all build deps test host-build test-host fuzz-build test-aarch64 test-armhf check-freestanding \
-        check-package check-format format fuzz fuzz-smoke cross-aarch64 cross-armhf \
+        check-package check-format format fuzz fuzz-smoke test-sanitize chaos chaos-smoke cross-aarch64 cross-armhf \
         bench demo clean
 
 all: build
@@ -36,6 +40,8 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory check-format
 	@$(MAKE) --no-print-directory test-host
+	@$(MAKE) --no-print-directory test-sanitize
+	@$(MAKE) --no-print-directory chaos-smoke
 	@$(MAKE) --no-print-directory check-freestanding
 	@$(MAKE) --no-print-directory check-package
 	@$(MAKE) --no-print-directory test-aarch64
@@ -52,6 +58,30 @@ host-build:
 test-host: host-build
 	@echo "== host: unit tests"
 	ctest --test-dir $(HOST) --output-on-failure -j $(JOBS)
+
+# The unit and integration tests again, built with ASan + UBSan; any finding
+# aborts the test that hit it.
+test-sanitize:
+	@echo "== host: unit and integration tests under ASan + UBSan"
+	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDGELOCK_SANITIZE=ON \
+	    -DEDGELOCK_WERROR=ON -DEDGELOCK_CLI=OFF -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_BENCH=OFF \
+	    -DEDGELOCK_INSTALL=OFF $(CMAKE_ARGS)
+	cmake --build $(ASAN) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    ctest --test-dir $(ASAN) --output-on-failure -j $(JOBS)
+
+# The chaos safety checker: workers contend for one key while nodes and the
+# network fail; the run fails on any "must be 0" in its report.
+chaos: host-build
+	$(HOST)/tests/edgelock_chaos --self-test
+	$(HOST)/tests/edgelock_chaos --nodes $(CHAOS_NODES) --seconds $(CHAOS_SECONDS)
+
+# The short run in make test: a third on one node, the rest on five.
+chaos-smoke: host-build
+	@echo "== chaos: $(CHAOS_SMOKE_SECONDS)s in all, 1 node then 5 nodes"
+	$(HOST)/tests/edgelock_chaos --self-test
+	$(HOST)/tests/edgelock_chaos --nodes 1 --seconds $$(( $(CHAOS_SMOKE_SECONDS) / 3 ))
+	$(HOST)/tests/edgelock_chaos --nodes 5 --seconds $$(( $(CHAOS_SMOKE_SECONDS) - $(CHAOS_SMOKE_SECONDS) / 3 ))
 
 test-aarch64: cross-aarch64
 	@echo "== aarch64: unit tests under qemu-aarch64"

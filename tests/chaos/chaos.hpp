@@ -1,0 +1,121 @@
+// The chaos safety checker's shared parts: the run's parameters, the logs
+// every process appends to, and the fenced "storage".
+//
+// A run (tests/chaos/main.cpp) starts redis-servers, a fault proxy in front of
+// each, and K worker processes contending for one key; a fault scheduler
+// breaks nodes, the network and lock holders meanwhile. Every critical
+// section is logged with its fencing token and its enter / exit instants on
+// CLOCK_MONOTONIC, which is machine-wide, so instants from different
+// processes compare. A verifier (verify.cpp) reads the logs afterwards.
+//
+// Logs are text, one record per line, each written with a single write() to a
+// file opened O_APPEND, so records from several processes never interleave:
+//
+//   worker-W.log   enter SEQ TOKEN T
+//                  write SEQ TOKEN T accepted|rejected
+//                  exit  SEQ TOKEN T done|lost|terminated
+//                  op KIND SEQ START END BOUND RESULT   (KIND: acquire, release, agent)
+//   storage.log    accept TOKEN T W  |  reject TOKEN HIGHEST T W
+//   faults.log     fault KIND TARGET START END DETAIL
+//
+// Instants are nanoseconds of CLOCK_MONOTONIC.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace edgelock_chaos {
+
+// Timing of every run. The per-node timeout matches the agent's (ttl / 10).
+constexpr std::int64_t ttl_ms = 1000;
+constexpr std::int64_t node_timeout_ms = 100;
+constexpr std::int64_t wait_ms = 2000;        // how long an acquisition waits
+constexpr std::int64_t connect_ms = 1000;     // the agent's connect timeout
+constexpr std::int64_t grace_ms = 200;        // the agent's --grace
+constexpr std::int64_t sched_slack_ms = 500;  // scheduling on a loaded machine
+constexpr const char* lock_name = "chaos";    // the key is {chaos}
+
+// Deadlines an operation must meet, for the verifier.
+constexpr std::int64_t acquire_bound_ms = wait_ms + 3 * node_timeout_ms + sched_slack_ms;
+constexpr std::int64_t release_bound_ms = 2 * node_timeout_ms + sched_slack_ms;
+// An agent run that did not get the lock: connect, then wait.
+constexpr std::int64_t agent_fail_bound_ms = connect_ms + acquire_bound_ms;
+
+std::int64_t now_ns();
+std::int64_t ms_to_ns(std::int64_t ms);
+
+// Appends one line (a '\n' is added) with a single write(); false on error.
+bool append_line(const std::string& path, const std::string& line);
+
+// The fenced storage: accepts a write whose token is not below the highest it
+// has accepted, rejects any other, and logs both to storage.log. Serialised
+// with flock(), so any process may call it. Returns true when accepted.
+bool storage_write(const std::string& dir, std::uint64_t token, int worker);
+
+// The table of who is inside a critical section, shared by every process of a
+// run (a file mapped MAP_SHARED): slot W is 1 while worker W is inside.
+class holders {
+public:
+    holders() = default;
+    ~holders();
+    holders(const holders&) = delete;
+    holders& operator=(const holders&) = delete;
+    bool open(const std::string& dir, int workers, bool create);
+    void set(int worker, bool inside);
+    bool inside(int worker) const;
+    int count() const { return count_; }
+
+private:
+    volatile std::uint8_t* map_ = nullptr;
+    int count_ = 0;
+};
+
+// Splits "a,b,c" into its parts.
+std::vector<std::string> split(const std::string& s, char sep);
+
+// Worker entry points (worker.cpp); each returns the process's exit status.
+int library_worker_main(int argc, char** argv);
+int agent_worker_main(int argc, char** argv);
+int section_main(int argc, char** argv);
+
+// The verifier (verify.cpp).
+struct run_facts {
+    int nodes = 0;
+    int workers = 0;
+    int library_workers = 0;
+    int seconds = 0;
+    std::uint64_t seed = 0;
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+    int workers_crashed = 0;      // a worker that exited non-zero or by a signal
+    int workers_not_stopped = 0;  // still running long after being told to stop
+    int locks_left = 0;           // lock keys (or keys without a ttl) after the end + ttl
+    int harness_errors = 0;       // the run itself went wrong (a node did not restart...)
+};
+
+// What the verifier counted (the "must be 0" checks among them).
+struct verdict {
+    long long acquisitions = 0;
+    long long overlaps = 0;
+    long long paused_overlaps = 0;
+    long long stale_accepted = 0;
+    long long stale_rejected = 0;
+    long long out_of_order = 0;
+    long long late_ops = 0;
+    long long agent_bad_status = 0;
+    long long open_sections = 0;
+    long long malformed = 0;
+};
+
+// Reads the logs in `dir`, writes the report, returns true when every
+// "must be 0" is 0 and the run had enough acquisitions to judge.
+bool verify(const std::string& dir, const run_facts& facts, std::string& report,
+            verdict* counts = nullptr);
+
+// Feeds the verifier made-up logs with known violations and checks that it
+// finds each of them, and nothing in a clean log. False, with what went
+// wrong in `failure`, if the verifier misjudged one.
+bool verify_self_test(std::string& failure);
+
+}  // namespace edgelock_chaos

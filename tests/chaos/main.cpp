@@ -1,0 +1,604 @@
+// edgelock_chaos: the chaos safety checker (make chaos).
+//
+//   edgelock_chaos [--nodes N] [--seconds T] [--workers K] [--seed S] [--dir D] [--keep]
+//
+// Starts N redis-servers on free loopback ports with a fault proxy in front of
+// each, and K worker processes (half on the library, half through the agent)
+// contending for one fenced key. For T seconds a seeded scheduler injects
+// faults into a minority of the nodes at a time: kill -9 with a restart
+// delayed past the ttl (as Redlock requires of nodes without persistence),
+// SIGSTOP / SIGCONT, proxy delay, blackhole, reset and split; and it stops a
+// lock holder's processes past the ttl. Then the workers are told to stop,
+// every fault is healed, and once ttl has passed the nodes must hold no lock.
+// The verifier (verify.cpp) prints the report; the exit status is 0 only when
+// every "must be 0" is 0.
+//
+//   edgelock_chaos --self-test   checks the verifier on made-up logs
+//
+// Internal modes (the same binary, exec'ed): worker, agent-worker, section.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "chaos/chaos.hpp"
+#include "integration/redis_server.hpp"
+
+#ifndef EDGELOCK_CLI_PATH
+#error "EDGELOCK_CLI_PATH must name the edgelock agent"
+#endif
+#ifndef EDGELOCK_FAULT_PROXY_PATH
+#error "EDGELOCK_FAULT_PROXY_PATH must name the fault proxy"
+#endif
+
+namespace edgelock_chaos {
+namespace {
+
+volatile sig_atomic_t g_interrupted = 0;
+void on_interrupt(int) {
+    g_interrupted = 1;
+}
+
+void sleep_ms(std::int64_t ms) {
+    timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000)};
+    ::nanosleep(&ts, nullptr);
+}
+
+std::string self_path() {
+    char buf[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+// Forks and execs argv in a new process group, dying with this process.
+pid_t spawn(const std::vector<std::string>& argv, int stdout_fd = -1) {
+    std::vector<std::string> args = argv;
+    std::vector<char*> av;
+    for (std::string& a : args) {
+        av.push_back(&a[0]);
+    }
+    av.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) {
+            ::_exit(127);
+        }
+        if (stdout_fd >= 0) {
+            ::dup2(stdout_fd, 1);
+        }
+        ::execv(av[0], av.data());
+        ::_exit(127);
+    }
+    if (pid > 0) {
+        ::setpgid(pid, pid);
+    }
+    return pid;
+}
+
+// A fault proxy process and its control connection.
+class proxy {
+public:
+    bool start(std::uint16_t target, std::uint64_t seed, int max_seconds) {
+        int fds[2];
+        if (::pipe2(fds, O_CLOEXEC) != 0) {
+            return false;
+        }
+        pid_ = spawn({EDGELOCK_FAULT_PROXY_PATH, "--target", "127.0.0.1:" + std::to_string(target),
+                      "--max-seconds", std::to_string(max_seconds), "--seed", std::to_string(seed)},
+                     fds[1]);
+        ::close(fds[1]);
+        std::string line;
+        const std::int64_t deadline = now_ns() + ms_to_ns(5000);
+        while (line.find('\n') == std::string::npos && now_ns() < deadline) {
+            pollfd p{fds[0], POLLIN, 0};
+            if (::poll(&p, 1, 100) > 0) {
+                char buf[64];
+                const ssize_t n = ::read(fds[0], buf, sizeof buf);
+                if (n <= 0) {
+                    break;
+                }
+                line.append(buf, static_cast<std::size_t>(n));
+            }
+        }
+        ::close(fds[0]);
+        unsigned listen = 0;
+        unsigned control = 0;
+        if (std::sscanf(line.c_str(), "%u %u", &listen, &control) != 2) {
+            return false;
+        }
+        port_ = static_cast<std::uint16_t>(listen);
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<std::uint16_t>(control));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        return ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    }
+
+    // Sends one control command; true on "OK".
+    bool command(const std::string& cmd) {
+        const std::string line = cmd + "\n";
+        if (::send(fd_, line.data(), line.size(), MSG_NOSIGNAL) !=
+            static_cast<ssize_t>(line.size())) {
+            return false;
+        }
+        std::string reply;
+        const std::int64_t deadline = now_ns() + ms_to_ns(2000);
+        while (reply.find('\n') == std::string::npos && now_ns() < deadline) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 100) > 0) {
+                char buf[256];
+                const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+                if (n <= 0) {
+                    return false;
+                }
+                reply.append(buf, static_cast<std::size_t>(n));
+            }
+        }
+        return reply.compare(0, 2, "OK") == 0;
+    }
+
+    void stop() {
+        if (fd_ >= 0) {
+            command("quit");
+            ::close(fd_);
+            fd_ = -1;
+        }
+        if (pid_ > 0) {
+            ::kill(pid_, SIGTERM);
+            ::waitpid(pid_, nullptr, 0);
+            pid_ = -1;
+        }
+    }
+    ~proxy() { stop(); }
+    std::uint16_t port() const { return port_; }
+
+private:
+    pid_t pid_ = -1;
+    int fd_ = -1;
+    std::uint16_t port_ = 0;
+};
+
+struct options {
+    int nodes = 5;
+    int seconds = 60;
+    int workers = 8;
+    std::uint64_t seed = 0;
+    std::string dir;
+    bool keep = false;
+};
+
+bool parse(int argc, char** argv, options& o) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (a == "--keep") {
+            o.keep = true;
+        } else if (a == "--nodes" && has_value) {
+            o.nodes = std::atoi(argv[++i]);
+        } else if (a == "--seconds" && has_value) {
+            o.seconds = std::atoi(argv[++i]);
+        } else if (a == "--workers" && has_value) {
+            o.workers = std::atoi(argv[++i]);
+        } else if (a == "--seed" && has_value) {
+            o.seed = std::strtoull(argv[++i], nullptr, 10);
+        } else if (a == "--dir" && has_value) {
+            o.dir = argv[++i];
+        } else {
+            return false;
+        }
+    }
+    return o.nodes >= 1 && o.nodes <= 7 && o.seconds >= 1 && o.seconds <= 86400 && o.workers >= 2 &&
+           o.workers <= 64;
+}
+
+// One injected fault, from start until it is healed.
+struct active_fault {
+    std::string kind;
+    int target = 0;  // a node, or a worker for holder_pause
+    std::int64_t start = 0;
+    std::int64_t end = 0;  // when it is healed
+    std::string detail;
+};
+
+class chaos_run {
+public:
+    explicit chaos_run(const options& o) : o_(o), rng_(o.seed) {}
+    int run();
+
+private:
+    bool node_faulty(int n) const {
+        for (const active_fault& f : active_) {
+            if (f.kind != "holder_pause" && f.target == n) {
+                return true;
+            }
+        }
+        return false;
+    }
+    int faulty_nodes() const {
+        int count = 0;
+        for (int n = 0; n < o_.nodes; ++n) {
+            count += node_faulty(n) ? 1 : 0;
+        }
+        return count;
+    }
+    std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
+        return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_);
+    }
+    void inject(std::int64_t now);
+    void heal(active_fault& f);
+    void log_fault(const active_fault& f, std::int64_t end);
+    void reap(bool stopping);
+
+    options o_;
+    std::mt19937_64 rng_;
+    std::vector<std::unique_ptr<edgelock_test::redis_server>> servers_;
+    std::vector<std::unique_ptr<proxy>> proxies_;
+    std::vector<pid_t> workers_;
+    std::vector<active_fault> active_;
+    holders table_;
+    run_facts facts_;
+};
+
+void chaos_run::log_fault(const active_fault& f, std::int64_t end) {
+    append_line(o_.dir + "/faults.log", "fault " + f.kind + " " + std::to_string(f.target) + " " +
+                                            std::to_string(f.start) + " " + std::to_string(end) +
+                                            " " + (f.detail.empty() ? "-" : f.detail));
+}
+
+void chaos_run::inject(std::int64_t now) {
+    // Node faults touch a minority at a time (on one node: that node).
+    const int max_faulty = o_.nodes == 1 ? 1 : (o_.nodes - 1) / 2;
+    std::vector<int> healthy;
+    for (int n = 0; n < o_.nodes; ++n) {
+        if (!node_faulty(n)) {
+            healthy.push_back(n);
+        }
+    }
+    static const char* const kinds[] = {"node_kill",       "node_pause",   "proxy_delay",
+                                        "proxy_blackhole", "proxy_split",  "proxy_reset",
+                                        "proxy_reset",     "holder_pause", "holder_pause"};
+    const std::string kind = kinds[uniform(0, sizeof kinds / sizeof kinds[0] - 1)];
+    active_fault f;
+    f.kind = kind;
+    f.start = now;
+
+    if (kind == "holder_pause") {
+        std::vector<int> inside;
+        for (int w = 0; w < o_.workers; ++w) {
+            if (table_.inside(w)) {
+                inside.push_back(w);
+            }
+        }
+        if (inside.empty()) {
+            return;
+        }
+        f.target = inside[static_cast<std::size_t>(
+            uniform(0, static_cast<std::int64_t>(inside.size()) - 1))];
+        ::kill(-workers_[static_cast<std::size_t>(f.target)], SIGSTOP);
+        f.end = now + ms_to_ns(uniform(ttl_ms * 3 / 2, ttl_ms * 5 / 2));
+        active_.push_back(f);
+        return;
+    }
+    if (kind == "proxy_reset") {
+        // One-shot: every connection through one node's proxy breaks.
+        f.target = static_cast<int>(uniform(0, o_.nodes - 1));
+        proxies_[static_cast<std::size_t>(f.target)]->command("reset");
+        log_fault(f, now);
+        return;
+    }
+    if (healthy.empty() || faulty_nodes() >= max_faulty) {
+        return;
+    }
+    f.target = healthy[static_cast<std::size_t>(
+        uniform(0, static_cast<std::int64_t>(healthy.size()) - 1))];
+    auto& server = *servers_[static_cast<std::size_t>(f.target)];
+    auto& px = *proxies_[static_cast<std::size_t>(f.target)];
+    if (kind == "node_kill") {
+        // Down for longer than the ttl: a restarted node comes back empty, so
+        // it must not come back while a lock it granted could still be valid.
+        server.kill();
+        f.end = now + ms_to_ns(ttl_ms + uniform(50, 1000));
+        f.detail = "restart_after_ms=" + std::to_string((f.end - now) / 1000000);
+    } else if (kind == "node_pause") {
+        server.pause();
+        f.end = now + ms_to_ns(uniform(200, 3000));
+    } else if (kind == "proxy_delay") {
+        const std::int64_t d = uniform(5, 60);
+        const std::int64_t j = uniform(0, 20);
+        px.command("delay both " + std::to_string(d) + " " + std::to_string(j));
+        f.end = now + ms_to_ns(uniform(1000, 4000));
+        f.detail = "delay_ms=" + std::to_string(d) + "+" + std::to_string(j);
+    } else if (kind == "proxy_blackhole") {
+        px.command("blackhole");
+        f.end = now + ms_to_ns(uniform(200, 3000));
+    } else {
+        px.command("split");
+        f.end = now + ms_to_ns(uniform(1000, 3000));
+    }
+    active_.push_back(f);
+}
+
+void chaos_run::heal(active_fault& f) {
+    const std::int64_t now = now_ns();
+    if (f.kind == "holder_pause") {
+        ::kill(-workers_[static_cast<std::size_t>(f.target)], SIGCONT);
+    } else if (f.kind == "node_kill") {
+        auto& server = *servers_[static_cast<std::size_t>(f.target)];
+        const std::uint16_t port = server.port();
+        try {
+            server.restart();
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "edgelock_chaos: node %d did not restart: %s\n", f.target,
+                         e.what());
+            ++facts_.harness_errors;
+        }
+        if (server.port() != port) {
+            std::fprintf(stderr, "edgelock_chaos: node %d came back on another port\n", f.target);
+            ++facts_.harness_errors;
+        }
+    } else if (f.kind == "node_pause") {
+        servers_[static_cast<std::size_t>(f.target)]->resume();
+    } else if (!proxies_[static_cast<std::size_t>(f.target)]->command("pass")) {
+        ++facts_.harness_errors;
+    }
+    log_fault(f, now);
+}
+
+void chaos_run::reap(bool stopping) {
+    for (pid_t& pid : workers_) {
+        if (pid <= 0) {
+            continue;
+        }
+        int status = 0;
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            if (!stopping || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                std::fprintf(stderr, "edgelock_chaos: worker pid %d ended early (status 0x%x)\n",
+                             static_cast<int>(pid), static_cast<unsigned>(status));
+                ++facts_.workers_crashed;
+            }
+            ::kill(-pid, SIGKILL);  // anything it left in its group
+            pid = -pid;             // ended, keep the group id
+        }
+    }
+}
+
+int chaos_run::run() {
+    const std::string self = self_path();
+    facts_.nodes = o_.nodes;
+    facts_.workers = o_.workers;
+    facts_.library_workers = o_.workers / 2;
+    facts_.seconds = o_.seconds;
+    facts_.seed = o_.seed;
+    if (!table_.open(o_.dir, o_.workers, true)) {
+        std::fprintf(stderr, "edgelock_chaos: cannot create the holder table in %s\n",
+                     o_.dir.c_str());
+        return 2;
+    }
+
+    std::string urls;
+    const int proxy_seconds = o_.seconds + 300;  // the proxies stop by themselves
+    for (int n = 0; n < o_.nodes; ++n) {
+        servers_.push_back(std::make_unique<edgelock_test::redis_server>());
+        proxies_.push_back(std::make_unique<proxy>());
+        if (!proxies_.back()->start(servers_.back()->port(), o_.seed + static_cast<unsigned>(n),
+                                    proxy_seconds)) {
+            std::fprintf(stderr, "edgelock_chaos: the fault proxy did not start\n");
+            return 2;
+        }
+        urls += (n == 0 ? "" : ",") + std::string("redis://127.0.0.1:") +
+                std::to_string(proxies_.back()->port());
+    }
+
+    facts_.start_ns = now_ns();
+    for (int w = 0; w < o_.workers; ++w) {
+        const bool library = w < facts_.library_workers;
+        std::vector<std::string> argv = {
+            self,        library ? "worker" : "agent-worker",
+            "--id",      std::to_string(w),
+            "--dir",     o_.dir,
+            "--urls",    urls,
+            "--workers", std::to_string(o_.workers),
+            "--seed",    std::to_string(o_.seed * 1000 + static_cast<unsigned>(w))};
+        if (!library) {
+            argv.insert(argv.end(), {"--cli", EDGELOCK_CLI_PATH, "--self", self});
+        }
+        const pid_t pid = spawn(argv);
+        if (pid < 0) {
+            std::fprintf(stderr, "edgelock_chaos: fork: %s\n", std::strerror(errno));
+            return 2;
+        }
+        workers_.push_back(pid);
+    }
+
+    // The fault scheduler.
+    const std::int64_t end = facts_.start_ns + ms_to_ns(std::int64_t{o_.seconds} * 1000);
+    std::int64_t next_fault = facts_.start_ns + ms_to_ns(uniform(200, 1000));
+    while (now_ns() < end && g_interrupted == 0) {
+        const std::int64_t now = now_ns();
+        for (std::size_t i = 0; i < active_.size();) {
+            if (active_[i].end <= now) {
+                heal(active_[i]);
+                active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(i));
+            } else {
+                ++i;
+            }
+        }
+        if (now >= next_fault) {
+            inject(now);
+            next_fault = now + ms_to_ns(uniform(300, 1500));
+        }
+        reap(false);
+        sleep_ms(10);
+    }
+
+    // Wind down: heal everything (a killed node still waits out its delay),
+    // then tell the workers to stop and give them time to finish a section.
+    for (active_fault& f : active_) {
+        if (f.kind == "node_kill") {
+            while (now_ns() < f.end) {
+                sleep_ms(10);
+            }
+        }
+        heal(f);
+    }
+    active_.clear();
+    facts_.end_ns = now_ns();
+    for (pid_t pid : workers_) {
+        if (pid > 0) {
+            ::kill(pid, SIGTERM);
+        }
+    }
+    const std::int64_t stop_deadline = now_ns() + ms_to_ns(acquire_bound_ms + 2 * ttl_ms + 5000);
+    for (;;) {
+        reap(true);
+        bool running = false;
+        for (pid_t pid : workers_) {
+            running = running || pid > 0;
+        }
+        if (!running) {
+            break;
+        }
+        if (now_ns() >= stop_deadline) {
+            for (pid_t& pid : workers_) {
+                if (pid > 0) {
+                    std::fprintf(stderr, "edgelock_chaos: worker pid %d did not stop\n",
+                                 static_cast<int>(pid));
+                    ++facts_.workers_not_stopped;
+                    ::kill(-pid, SIGKILL);
+                    ::waitpid(pid, nullptr, 0);
+                    pid = -pid;
+                }
+            }
+            break;
+        }
+        sleep_ms(10);
+    }
+
+    // Every process has ended: once the ttl has passed, no node may hold the
+    // lock, and no key may be without an expiry but the fencing counter.
+    sleep_ms(ttl_ms + 200);
+    for (int n = 0; n < o_.nodes; ++n) {
+        try {
+            edgelock_test::redis_client c(servers_[static_cast<std::size_t>(n)]->port());
+            const edgelock_test::reply keys = c.command({"KEYS", "*"});
+            for (const edgelock_test::reply& k : keys.elements) {
+                const edgelock_test::reply pttl = c.command({"PTTL", k.text});
+                const bool is_lock = k.text == std::string("{") + lock_name + "}";
+                const bool is_counter = k.text == std::string("{") + lock_name + "}:fence";
+                if (is_lock || (!is_counter && pttl.integer == -1)) {
+                    std::fprintf(stderr, "edgelock_chaos: node %d still has %s (pttl %lld)\n", n,
+                                 k.text.c_str(), pttl.integer);
+                    ++facts_.locks_left;
+                }
+            }
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "edgelock_chaos: node %d: %s\n", n, e.what());
+            ++facts_.harness_errors;
+        }
+    }
+    for (auto& p : proxies_) {
+        p->stop();
+    }
+
+    std::string report;
+    const bool ok = verify(o_.dir, facts_, report);
+    std::fputs(report.c_str(), stdout);
+    std::fflush(stdout);
+    append_line(o_.dir + "/report.txt", report);
+    return ok ? 0 : 1;
+}
+
+int orchestrate(int argc, char** argv) {
+    options o;
+    if (!parse(argc, argv, o)) {
+        std::fprintf(stderr,
+                     "usage: edgelock_chaos [--nodes 1..7] [--seconds T] [--workers 2..64] "
+                     "[--seed S] [--dir D] [--keep]\n");
+        return 64;
+    }
+    if (o.seed == 0) {
+        o.seed = static_cast<std::uint64_t>(now_ns()) % 1000000;
+    }
+    bool made_dir = false;
+    if (o.dir.empty()) {
+        char tmpl[] = "/tmp/edgelock-chaos.XXXXXX";
+        if (::mkdtemp(tmpl) == nullptr) {
+            std::perror("edgelock_chaos: mkdtemp");
+            return 2;
+        }
+        o.dir = tmpl;
+        made_dir = true;
+    }
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+
+    int status = 2;
+    try {
+        chaos_run r(o);
+        status = r.run();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "edgelock_chaos: %s\n", e.what());
+    }
+    if (status == 0 && made_dir && !o.keep) {
+        const std::string rm = "rm -rf '" + o.dir + "'";
+        if (std::system(rm.c_str()) != 0) {
+            std::fprintf(stderr, "edgelock_chaos: could not remove %s\n", o.dir.c_str());
+        }
+    } else {
+        std::printf("logs kept in %s\n", o.dir.c_str());
+    }
+    return status;
+}
+
+}  // namespace
+}  // namespace edgelock_chaos
+
+int main(int argc, char** argv) {
+    if (argc >= 2) {
+        const std::string mode = argv[1];
+        if (mode == "worker") {
+            return edgelock_chaos::library_worker_main(argc, argv);
+        }
+        if (mode == "agent-worker") {
+            return edgelock_chaos::agent_worker_main(argc, argv);
+        }
+        if (mode == "section") {
+            return edgelock_chaos::section_main(argc, argv);
+        }
+        if (mode == "--self-test") {
+            std::string failure;
+            if (!edgelock_chaos::verify_self_test(failure)) {
+                std::fprintf(stderr, "edgelock_chaos: verifier self-test failed: %s\n",
+                             failure.c_str());
+                return 1;
+            }
+            std::printf("edgelock_chaos: verifier self-test passed\n");
+            return 0;
+        }
+    }
+    return edgelock_chaos::orchestrate(argc, argv);
+}

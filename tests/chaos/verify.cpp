@@ -1,0 +1,459 @@
+// The chaos checker's verifier: reads a run's logs (chaos.hpp) and judges it.
+//
+// A critical section of a worker whose process group the scheduler stopped
+// while it was inside ("a paused holder") may outlive its lock: no lock
+// service can prevent that, only fencing can make the storage notice. Such
+// sections are reported apart; every other overlap is a safety violation.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "chaos/chaos.hpp"
+
+namespace edgelock_chaos {
+
+namespace {
+
+struct section {
+    int worker = 0;
+    std::int64_t seq = 0;
+    std::uint64_t token = 0;
+    std::int64_t enter = 0;
+    std::int64_t exit = -1;  // -1: no exit record
+    std::string outcome;
+    bool paused = false;
+};
+
+struct op {
+    int worker = 0;
+    std::string kind;
+    std::int64_t seq = 0;
+    std::int64_t start = 0;
+    std::int64_t end = 0;
+    std::int64_t bound = 0;
+    std::string result;
+};
+
+struct fault {
+    std::string kind;
+    int target = 0;
+    std::int64_t start = 0;
+    std::int64_t end = 0;
+};
+
+std::string pad(const std::string& label, long long value, const char* note = "") {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-44s %8lld%s%s\n", label.c_str(), value,
+                  *note != '\0' ? "   " : "", note);
+    return buf;
+}
+
+}  // namespace
+
+bool verify(const std::string& dir, const run_facts& facts, std::string& report, verdict* counts) {
+    std::vector<section> sections;
+    std::vector<op> ops;
+    std::vector<fault> faults;
+    std::map<std::pair<int, std::int64_t>, std::size_t> index;
+    long long malformed = 0;
+
+    for (int w = 0; w < facts.workers; ++w) {
+        std::ifstream in(dir + "/worker-" + std::to_string(w) + ".log");
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream s(line);
+            std::string kind;
+            s >> kind;
+            if (kind == "enter" || kind == "exit" || kind == "write") {
+                std::int64_t seq = 0;
+                std::uint64_t token = 0;
+                std::int64_t t = 0;
+                std::string outcome;
+                s >> seq >> token >> t >> outcome;
+                if (!s && kind != "enter") {
+                    ++malformed;
+                    continue;
+                }
+                const auto key = std::make_pair(w, seq);
+                if (kind == "enter") {
+                    index[key] = sections.size();
+                    section sec;
+                    sec.worker = w;
+                    sec.seq = seq;
+                    sec.token = token;
+                    sec.enter = t;
+                    sections.push_back(sec);
+                } else if (kind == "exit") {
+                    const auto it = index.find(key);
+                    if (it == index.end()) {
+                        ++malformed;
+                        continue;
+                    }
+                    sections[it->second].exit = t;
+                    sections[it->second].outcome = outcome;
+                }
+            } else if (kind == "op") {
+                op o;
+                o.worker = w;
+                s >> o.kind >> o.seq >> o.start >> o.end >> o.bound >> o.result;
+                if (!s) {
+                    ++malformed;
+                    continue;
+                }
+                ops.push_back(o);
+            } else if (!kind.empty()) {
+                ++malformed;
+            }
+        }
+    }
+    {
+        std::ifstream in(dir + "/faults.log");
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream s(line);
+            std::string word;
+            fault f;
+            s >> word >> f.kind >> f.target >> f.start >> f.end;
+            if (!s || word != "fault") {
+                ++malformed;
+                continue;
+            }
+            faults.push_back(f);
+        }
+    }
+
+    // Agent runs: the agent's own exit bounds a section whose command was
+    // killed before it could write its exit record.
+    std::map<std::pair<int, std::int64_t>, const op*> agent_runs;
+    for (const op& o : ops) {
+        if (o.kind == "agent") {
+            agent_runs[std::make_pair(o.worker, o.seq)] = &o;
+        }
+    }
+    long long open_sections = 0;
+    for (section& s : sections) {
+        if (s.exit < 0) {
+            const auto it = agent_runs.find(std::make_pair(s.worker, s.seq));
+            s.exit = it != agent_runs.end() ? it->second->end : facts.end_ns;
+            s.outcome = "killed";
+            if (it == agent_runs.end()) {
+                ++open_sections;
+            }
+        }
+    }
+
+    // Paused holders: the worker's group was stopped while it was inside.
+    std::map<std::string, long long> fault_counts;
+    for (const fault& f : faults) {
+        ++fault_counts[f.kind];
+        if (f.kind != "holder_pause") {
+            continue;
+        }
+        for (section& s : sections) {
+            if (s.worker == f.target && s.enter <= f.start && f.start <= s.exit) {
+                s.paused = true;
+            }
+        }
+    }
+
+    std::sort(sections.begin(), sections.end(),
+              [](const section& x, const section& y) { return x.enter < y.enter; });
+
+    // Overlaps: every pair of sections whose [enter, exit] intervals meet.
+    long long overlaps = 0;
+    long long paused_overlaps = 0;
+    std::string overlap_examples;
+    for (std::size_t i = 0; i < sections.size(); ++i) {
+        for (std::size_t j = i + 1; j < sections.size() && sections[j].enter <= sections[i].exit;
+             ++j) {
+            if (sections[i].paused || sections[j].paused) {
+                ++paused_overlaps;
+                continue;
+            }
+            ++overlaps;
+            if (overlaps <= 5) {
+                char buf[200];
+                std::snprintf(
+                    buf, sizeof buf,
+                    "    overlap: worker %d seq %lld token %llu held [%lld, %lld] ms, worker "
+                    "%d seq %lld token %llu entered at %lld ms\n",
+                    sections[i].worker, static_cast<long long>(sections[i].seq),
+                    static_cast<unsigned long long>(sections[i].token),
+                    static_cast<long long>((sections[i].enter - facts.start_ns) / 1000000),
+                    static_cast<long long>((sections[i].exit - facts.start_ns) / 1000000),
+                    sections[j].worker, static_cast<long long>(sections[j].seq),
+                    static_cast<unsigned long long>(sections[j].token),
+                    static_cast<long long>((sections[j].enter - facts.start_ns) / 1000000));
+                overlap_examples += buf;
+            }
+        }
+    }
+
+    // Fencing: in the order the sections began, tokens strictly increase.
+    long long out_of_order = 0;
+    for (std::size_t i = 1; i < sections.size(); ++i) {
+        if (sections[i].token <= sections[i - 1].token) {
+            ++out_of_order;
+        }
+    }
+
+    // The storage: an accepted token below one accepted before is stale.
+    long long accepted = 0;
+    long long stale_accepted = 0;
+    long long stale_rejected = 0;
+    {
+        std::ifstream in(dir + "/storage.log");
+        std::string line;
+        std::uint64_t highest = 0;
+        while (std::getline(in, line)) {
+            std::istringstream s(line);
+            std::string kind;
+            std::uint64_t token = 0;
+            s >> kind >> token;
+            if (kind == "accept") {
+                ++accepted;
+                if (token < highest) {
+                    ++stale_accepted;
+                }
+                highest = std::max(highest, token);
+            } else if (kind == "reject") {
+                ++stale_rejected;
+            } else {
+                ++malformed;
+            }
+        }
+    }
+
+    // Deadlines: every blocking operation returned within its bound. A worker
+    // stopped by the scheduler is excused for the operation it was in.
+    auto worker_paused = [&](int w, std::int64_t from, std::int64_t to) {
+        for (const fault& f : faults) {
+            if (f.kind == "holder_pause" && f.target == w && f.start <= to && f.end >= from) {
+                return true;
+            }
+        }
+        return false;
+    };
+    std::map<std::pair<int, std::int64_t>, const section*> by_key;
+    for (const section& s : sections) {
+        by_key[std::make_pair(s.worker, s.seq)] = &s;
+    }
+    long long late_ops = 0;
+    long long agent_runs_total = 0;
+    long long agent_bad_status = 0;
+    std::map<std::string, long long> outcomes;
+    std::string late_examples;
+    auto late = [&](const op& o, const char* what, std::int64_t took, std::int64_t bound) {
+        ++late_ops;
+        if (late_ops <= 5) {
+            char buf[200];
+            std::snprintf(buf, sizeof buf,
+                          "    late: worker %d %s %s took %lld ms, bound %lld ms\n", o.worker,
+                          o.kind.c_str(), what, static_cast<long long>(took / 1000000),
+                          static_cast<long long>(bound / 1000000));
+            late_examples += buf;
+        }
+    };
+    for (const op& o : ops) {
+        ++outcomes[o.kind + " " + o.result];
+        if (worker_paused(o.worker, o.start, o.end)) {
+            continue;
+        }
+        if (o.kind != "agent") {
+            if (o.end - o.start > o.bound) {
+                late(o, o.result.c_str(), o.end - o.start, o.bound);
+            }
+            continue;
+        }
+        ++agent_runs_total;
+        // 0 ran, 1 not acquired in time, 69 no quorum, 75 lost: anything else
+        // (70, 127, a signal) is the agent failing.
+        if (o.result != "exit:0" && o.result != "exit:1" && o.result != "exit:69" &&
+            o.result != "exit:75") {
+            ++agent_bad_status;
+        }
+        const auto it = by_key.find(std::make_pair(o.worker, o.seq));
+        if (it == by_key.end()) {
+            if (o.end - o.start > ms_to_ns(agent_fail_bound_ms)) {
+                late(o, "without the lock", o.end - o.start, ms_to_ns(agent_fail_bound_ms));
+            }
+            continue;
+        }
+        const section& s = *it->second;
+        if (s.enter - o.start > ms_to_ns(agent_fail_bound_ms)) {
+            late(o, "to acquire", s.enter - o.start, ms_to_ns(agent_fail_bound_ms));
+        }
+        if (o.end - s.exit > ms_to_ns(release_bound_ms)) {
+            late(o, "to release", o.end - s.exit, ms_to_ns(release_bound_ms));
+        }
+    }
+
+    long long lost = 0;
+    long long library_sections = 0;
+    for (const section& s : sections) {
+        if (s.outcome != "done") {
+            ++lost;
+        }
+        if (s.worker < facts.library_workers) {
+            ++library_sections;
+        }
+    }
+    long long paused_sections = 0;
+    for (const section& s : sections) {
+        paused_sections += s.paused ? 1 : 0;
+    }
+
+    const long long acquisitions = static_cast<long long>(sections.size());
+    const long long min_acquisitions = facts.seconds;  // one a second at the least
+    const double seconds = static_cast<double>(facts.end_ns - facts.start_ns) / 1e9;
+
+    std::string r;
+    char head[300];
+    std::snprintf(head, sizeof head,
+                  "edgelock chaos report: %d node%s, %d workers (%d library, %d agent), %.0f s, "
+                  "seed %llu, ttl %lld ms, fenced\n",
+                  facts.nodes, facts.nodes == 1 ? "" : "s", facts.workers, facts.library_workers,
+                  facts.workers - facts.library_workers, seconds,
+                  static_cast<unsigned long long>(facts.seed), static_cast<long long>(ttl_ms));
+    r += head;
+    r += pad("acquisitions (critical sections)", acquisitions);
+    r += pad("  by library workers", library_sections);
+    r += pad("  by agent workers", acquisitions - library_sections);
+    r += pad("  left early: lock lost or command stopped", lost);
+    r += pad("  with the holder paused past its ttl", paused_sections);
+    r += pad("storage writes accepted", accepted);
+    long long total_faults = 0;
+    for (const auto& f : fault_counts) {
+        total_faults += f.second;
+    }
+    r += pad("faults injected", total_faults);
+    for (const auto& f : fault_counts) {
+        r += pad("  " + f.first, f.second);
+    }
+    r += pad("agent runs", agent_runs_total);
+    r += "checks:\n";
+    r += pad("overlapping critical sections", overlaps, "must be 0");
+    r += overlap_examples;
+    r += pad("  overlaps with a paused holder", paused_overlaps, "expected; fencing catches");
+    r += pad("stale writes accepted by the storage", stale_accepted, "must be 0");
+    r += pad("  stale writes rejected by the storage", stale_rejected, "fencing at work");
+    r += pad("fencing tokens out of order", out_of_order, "must be 0");
+    r += pad("locks still held after the end + ttl", facts.locks_left, "must be 0");
+    r += pad("operations past their deadline", late_ops, "must be 0");
+    r += late_examples;
+    r += pad("agent runs with an unexpected exit status", agent_bad_status, "must be 0");
+    r += pad("workers that crashed", facts.workers_crashed, "must be 0");
+    r += pad("workers that did not stop when told", facts.workers_not_stopped, "must be 0");
+    r += pad("sections without an exit record", open_sections, "must be 0");
+    r += pad("malformed log lines", malformed, "must be 0");
+    r += pad("harness errors", facts.harness_errors, "must be 0");
+    r += "outcomes:\n";
+    for (const auto& o : outcomes) {
+        r += pad("  " + o.first, o.second);
+    }
+
+    bool ok = overlaps == 0 && stale_accepted == 0 && out_of_order == 0 && facts.locks_left == 0 &&
+              late_ops == 0 && agent_bad_status == 0 && facts.workers_crashed == 0 &&
+              facts.workers_not_stopped == 0 && open_sections == 0 && malformed == 0 &&
+              facts.harness_errors == 0;
+    if (acquisitions < min_acquisitions) {
+        r += "too few acquisitions to judge (fewer than one a second)\n";
+        ok = false;
+    }
+    r += ok ? "result: PASS\n" : "result: FAIL\n";
+    report = r;
+    if (counts != nullptr) {
+        counts->acquisitions = acquisitions;
+        counts->overlaps = overlaps;
+        counts->paused_overlaps = paused_overlaps;
+        counts->stale_accepted = stale_accepted;
+        counts->stale_rejected = stale_rejected;
+        counts->out_of_order = out_of_order;
+        counts->late_ops = late_ops;
+        counts->agent_bad_status = agent_bad_status;
+        counts->open_sections = open_sections;
+        counts->malformed = malformed;
+    }
+    return ok;
+}
+
+namespace {
+
+// One made-up run: worker-0.log and worker-1.log, storage.log, faults.log.
+struct fake_run {
+    std::string w0, w1, storage, faults;
+};
+
+bool judge(const fake_run& run, bool want_ok, long long verdict::*field, long long want,
+           const char* what, std::string& failure) {
+    char tmpl[] = "/tmp/edgelock-chaos-self.XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) {
+        failure = "mkdtemp failed";
+        return false;
+    }
+    const std::string dir = tmpl;
+    std::ofstream(dir + "/worker-0.log") << run.w0;
+    std::ofstream(dir + "/worker-1.log") << run.w1;
+    std::ofstream(dir + "/storage.log") << run.storage;
+    std::ofstream(dir + "/faults.log") << run.faults;
+    run_facts facts;
+    facts.nodes = 1;
+    facts.workers = 2;
+    facts.library_workers = 2;
+    facts.start_ns = 0;
+    facts.end_ns = 10000000000;
+    std::string report;
+    verdict v;
+    const bool ok = verify(dir, facts, report, &v);
+    for (const char* f : {"worker-0.log", "worker-1.log", "storage.log", "faults.log"}) {
+        std::remove((dir + "/" + f).c_str());
+    }
+    ::rmdir(dir.c_str());
+    if (ok != want_ok || v.*field != want) {
+        failure = std::string(what) + ": judged " + (ok ? "PASS" : "FAIL") + ", count " +
+                  std::to_string(v.*field) + ", expected " + (want_ok ? "PASS" : "FAIL") + " and " +
+                  std::to_string(want) + "\n" + report;
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+bool verify_self_test(std::string& failure) {
+    // Worker 0 holds [1 s, 2 s] with token 5, worker 1 [3 s, 4 s] with 6.
+    const std::string a =
+        "op acquire 1 900000000 1000000000 3000000000 acquired\n"
+        "enter 1 5 1000000000\nwrite 1 5 1500000000 accepted\n"
+        "exit 1 5 2000000000 done\n"
+        "op release 1 2000000000 2001000000 700000000 released\n";
+    const std::string b = "enter 1 6 3000000000\nexit 1 6 4000000000 done\n";
+    const std::string storage = "accept 5 1500000000 0\naccept 6 3500000000 1\n";
+    fake_run clean{a, b, storage, ""};
+    // Worker 1 enters at 1.5 s, inside worker 0's section.
+    fake_run overlap{a, "enter 1 6 1500000000\nexit 1 6 4000000000 done\n", storage, ""};
+    // The same, but worker 0 was stopped inside its section: reported apart.
+    fake_run paused = overlap;
+    paused.faults = "fault holder_pause 0 1200000000 2900000000 -\n";
+    fake_run stale{a, b, "accept 6 1500000000 1\naccept 5 3500000000 0\n", ""};
+    fake_run order{a, "enter 1 5 3000000000\nexit 1 5 4000000000 done\n", storage, ""};
+    fake_run late{a + "op acquire 2 5000000000 9000000000 3000000000 busy\n", b, storage, ""};
+    fake_run garbage{a, b + "bogus line\n", storage, ""};
+    return judge(clean, true, &verdict::overlaps, 0, "a clean run", failure) &&
+           judge(clean, true, &verdict::acquisitions, 2, "a clean run's acquisitions", failure) &&
+           judge(overlap, false, &verdict::overlaps, 1, "two holders at once", failure) &&
+           judge(paused, true, &verdict::paused_overlaps, 1, "a paused holder", failure) &&
+           judge(stale, false, &verdict::stale_accepted, 1, "a stale write accepted", failure) &&
+           judge(order, false, &verdict::out_of_order, 1, "a repeated token", failure) &&
+           judge(late, false, &verdict::late_ops, 1, "an operation past its bound", failure) &&
+           judge(garbage, false, &verdict::malformed, 1, "a malformed line", failure);
+}
+
+}  // namespace edgelock_chaos

@@ -1,0 +1,318 @@
+// The chaos checker's worker processes (chaos.hpp):
+//
+//   library worker - the library itself: client<N> + client_lock in fenced
+//                    mode, with the watchdog; loops acquire / section / release.
+//   agent worker   - loops `edgelock run --fencing KEY -- edgelock_chaos section`,
+//                    so the agent's renewals and its SIGTERM on a lost lock are
+//                    under test too.
+//   section        - the command the agent runs: one critical section.
+//
+// A section lasts a few milliseconds mostly, sometimes close to or beyond the
+// ttl (so the watchdog renews under faults), and writes its token to the
+// fenced storage at a random point inside.
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "chaos/chaos.hpp"
+#include "edgelock/client.hpp"
+
+namespace edgelock_chaos {
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+
+void on_stop(int) {
+    g_stop = 1;
+}
+
+void catch_stop() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: a wait in progress returns early
+    ::sigaction(SIGTERM, &sa, nullptr);
+    ::sigaction(SIGINT, &sa, nullptr);
+}
+
+std::map<std::string, std::string> parse_args(int argc, char** argv) {
+    std::map<std::string, std::string> out;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        out[argv[i]] = argv[i + 1];
+    }
+    return out;
+}
+
+std::string arg(const std::map<std::string, std::string>& a, const char* name) {
+    const auto it = a.find(name);
+    if (it == a.end()) {
+        std::fprintf(stderr, "edgelock_chaos: missing %s\n", name);
+        std::exit(70);
+    }
+    return it->second;
+}
+
+void sleep_ms(std::int64_t ms) {
+    timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000)};
+    ::nanosleep(&ts, nullptr);
+}
+
+// Mostly short sections; now and then one near or past the ttl.
+std::int64_t pick_hold_ms(std::mt19937_64& rng) {
+    if (std::uniform_int_distribution<int>(0, 9)(rng) < 8) {
+        return std::uniform_int_distribution<std::int64_t>(1, 20)(rng);
+    }
+    return std::uniform_int_distribution<std::int64_t>(ttl_ms * 3 / 10, ttl_ms * 3 / 2)(rng);
+}
+
+std::string n(std::int64_t v) {
+    return std::to_string(v);
+}
+
+struct worker_log {
+    std::string path;
+    void op(const char* kind, std::int64_t seq, std::int64_t start, std::int64_t end,
+            std::int64_t bound_ms, const std::string& result) const {
+        append_line(path, std::string("op ") + kind + " " + n(seq) + " " + n(start) + " " + n(end) +
+                              " " + n(ms_to_ns(bound_ms)) + " " + result);
+    }
+    void enter(std::int64_t seq, std::uint64_t token) const {
+        append_line(path, "enter " + n(seq) + " " + std::to_string(token) + " " + n(now_ns()));
+    }
+    void write(std::int64_t seq, std::uint64_t token, bool accepted) const {
+        append_line(path, "write " + n(seq) + " " + std::to_string(token) + " " + n(now_ns()) +
+                              (accepted ? " accepted" : " rejected"));
+    }
+    void exit(std::int64_t seq, std::uint64_t token, const char* outcome) const {
+        append_line(path, "exit " + n(seq) + " " + std::to_string(token) + " " + n(now_ns()) + " " +
+                              outcome);
+    }
+};
+
+// One word for the log: spaces in a description become '_'.
+std::string op_outcome(const edgelock::op_result& r) {
+    std::string s;
+    if (r.error == edgelock::client_errc::lock_rejected) {
+        s = std::string("rejected:") + edgelock::describe(r.lock_error);
+    } else if (r.error != edgelock::client_errc::ok) {
+        s = std::string("error:") + edgelock::describe(r.error);
+    } else {
+        s = edgelock::describe(r.event.kind);
+    }
+    for (char& ch : s) {
+        ch = ch == ' ' ? '_' : ch;
+    }
+    return s;
+}
+
+}  // namespace
+
+int library_worker_main(int argc, char** argv) {
+    const auto a = parse_args(argc, argv);
+    const int id = std::atoi(arg(a, "--id").c_str());
+    const std::string dir = arg(a, "--dir");
+    const std::vector<std::string> urls = split(arg(a, "--urls"), ',');
+    const int workers = std::atoi(arg(a, "--workers").c_str());
+    std::mt19937_64 rng(std::strtoull(arg(a, "--seed").c_str(), nullptr, 10));
+    catch_stop();
+
+    holders table;
+    if (!table.open(dir, workers, false)) {
+        std::fprintf(stderr, "edgelock_chaos: worker %d: cannot map the holder table\n", id);
+        return 70;
+    }
+    const worker_log log{dir + "/worker-" + std::to_string(id) + ".log"};
+
+    std::vector<edgelock::str_view> views;
+    for (const std::string& u : urls) {
+        views.emplace_back(u.data(), u.size());
+    }
+    static edgelock::client<edgelock::lock_max_nodes> c;
+    edgelock::client_options co;
+    co.client_name = "edgelock-chaos";
+    if (c.configure(views.data(), views.size(), co) != edgelock::client_errc::ok) {
+        std::fprintf(stderr, "edgelock_chaos: worker %d: bad node list\n", id);
+        return 70;
+    }
+    edgelock::lock_options lo;
+    lo.mode = edgelock::lock_mode::fenced;
+    lo.ttl = edgelock::duration::millis(ttl_ms);
+    lo.node_timeout = edgelock::duration::millis(node_timeout_ms);
+    static edgelock::client_lock l;
+    if (l.attach(c, edgelock::str_view(lock_name), lo) != edgelock::client_errc::ok) {
+        std::fprintf(stderr, "edgelock_chaos: worker %d: attach refused\n", id);
+        return 70;
+    }
+
+    for (std::int64_t seq = 1; g_stop == 0; ++seq) {
+        const std::int64_t t0 = now_ns();
+        const edgelock::op_result r = l.acquire(edgelock::duration::millis(wait_ms));
+        const std::int64_t t1 = now_ns();
+        log.op("acquire", seq, t0, t1, acquire_bound_ms, op_outcome(r));
+        if (r.error != edgelock::client_errc::ok || !l.held()) {
+            if (r.error != edgelock::client_errc::ok) {
+                sleep_ms(20);  // not a contention outcome: do not spin on it
+            }
+            continue;
+        }
+
+        // The critical section: driven in small steps so the watchdog renews,
+        // left the moment the lock is not known to be ours.
+        const std::uint64_t token = l.fence();
+        const std::int64_t enter = now_ns();
+        table.set(id, true);
+        log.enter(seq, token);
+        const std::int64_t hold = ms_to_ns(pick_hold_ms(rng));
+        const std::int64_t write_at =
+            enter + std::uniform_int_distribution<std::int64_t>(0, hold - 1)(rng);
+        const char* outcome = "done";
+        bool wrote = false;
+        for (;;) {
+            if (!l.held()) {
+                outcome = "lost";
+                break;
+            }
+            const std::int64_t now = now_ns();
+            if (!wrote && now >= write_at) {
+                log.write(seq, token, storage_write(dir, token, id));
+                wrote = true;
+                continue;  // check held() again before leaving
+            }
+            if (now >= enter + hold) {
+                break;
+            }
+            const std::int64_t step = std::min<std::int64_t>(
+                ms_to_ns(5), std::min(enter + hold, wrote ? enter + hold : write_at) - now);
+            c.run_for(edgelock::duration::micros(static_cast<std::uint64_t>(step / 1000 + 1)));
+        }
+        log.exit(seq, token, outcome);
+        table.set(id, false);
+
+        const std::int64_t t2 = now_ns();
+        const edgelock::op_result rr = l.release();
+        log.op("release", seq, t2, now_ns(), release_bound_ms, op_outcome(rr));
+        sleep_ms(std::uniform_int_distribution<std::int64_t>(0, 30)(rng));
+    }
+    l.detach();
+    return 0;
+}
+
+int agent_worker_main(int argc, char** argv) {
+    const auto a = parse_args(argc, argv);
+    const int id = std::atoi(arg(a, "--id").c_str());
+    const std::string dir = arg(a, "--dir");
+    const std::string urls = arg(a, "--urls");
+    const std::string workers = arg(a, "--workers");
+    const std::string cli = arg(a, "--cli");
+    const std::string self = arg(a, "--self");
+    std::mt19937_64 rng(std::strtoull(arg(a, "--seed").c_str(), nullptr, 10));
+    catch_stop();
+    const worker_log log{dir + "/worker-" + std::to_string(id) + ".log"};
+    const std::string err_path = dir + "/agent-" + std::to_string(id) + ".err";
+
+    for (std::int64_t seq = 1; g_stop == 0; ++seq) {
+        const std::int64_t hold = pick_hold_ms(rng);
+        const std::int64_t write_at = std::uniform_int_distribution<std::int64_t>(0, hold - 1)(rng);
+        std::vector<std::string> args = {cli,          "run",
+                                         "--fencing",  "-q",
+                                         "-N",         urls,
+                                         "--ttl",      n(ttl_ms) + "ms",
+                                         "-w",         n(wait_ms) + "ms",
+                                         "--grace",    n(grace_ms) + "ms",
+                                         lock_name,    "--",
+                                         self,         "section",
+                                         "--id",       std::to_string(id),
+                                         "--seq",      n(seq),
+                                         "--dir",      dir,
+                                         "--workers",  workers,
+                                         "--hold",     n(hold),
+                                         "--write-at", n(write_at)};
+        std::vector<char*> av;
+        for (std::string& s : args) {
+            av.push_back(&s[0]);
+        }
+        av.push_back(nullptr);
+        const std::int64_t t0 = now_ns();
+        const pid_t pid = ::fork();
+        if (pid < 0) {
+            sleep_ms(50);
+            continue;
+        }
+        if (pid == 0) {
+            // Same process group as this worker: a paused holder is the whole group.
+            ::signal(SIGTERM, SIG_DFL);
+            ::signal(SIGINT, SIG_DFL);
+            std::FILE* err = std::freopen(err_path.c_str(), "a", stderr);
+            (void)err;
+            ::execv(av[0], av.data());
+            ::_exit(127);
+        }
+        int status = 0;
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        const std::int64_t t1 = now_ns();
+        const std::string result =
+            WIFEXITED(status) ? "exit:" + n(WEXITSTATUS(status)) : "signal:" + n(WTERMSIG(status));
+        log.op("agent", seq, t0, t1, 0, result);
+        sleep_ms(std::uniform_int_distribution<std::int64_t>(0, 30)(rng));
+    }
+    return 0;
+}
+
+int section_main(int argc, char** argv) {
+    const auto a = parse_args(argc, argv);
+    const int id = std::atoi(arg(a, "--id").c_str());
+    const std::int64_t seq = std::atoll(arg(a, "--seq").c_str());
+    const std::string dir = arg(a, "--dir");
+    const int workers = std::atoi(arg(a, "--workers").c_str());
+    const std::int64_t hold = ms_to_ns(std::atoll(arg(a, "--hold").c_str()));
+    const std::int64_t write_after = ms_to_ns(std::atoll(arg(a, "--write-at").c_str()));
+    catch_stop();  // the agent's SIGTERM when the lock is being lost
+    const worker_log log{dir + "/worker-" + std::to_string(id) + ".log"};
+    const char* fence = std::getenv("EDGELOCK_FENCING_TOKEN");
+    if (fence == nullptr || *fence == '\0') {
+        std::fprintf(stderr, "edgelock_chaos: section without EDGELOCK_FENCING_TOKEN\n");
+        return 70;
+    }
+    const std::uint64_t token = std::strtoull(fence, nullptr, 10);
+    holders table;
+    table.open(dir, workers, false);
+
+    const std::int64_t enter = now_ns();
+    table.set(id, true);
+    log.enter(seq, token);
+    bool wrote = false;
+    const char* outcome = "done";
+    for (;;) {
+        if (g_stop != 0) {
+            outcome = "terminated";
+            break;
+        }
+        const std::int64_t now = now_ns();
+        if (!wrote && now >= enter + write_after) {
+            log.write(seq, token, storage_write(dir, token, id));
+            wrote = true;
+            continue;
+        }
+        if (now >= enter + hold) {
+            break;
+        }
+        sleep_ms(1);
+    }
+    log.exit(seq, token, outcome);
+    table.set(id, false);
+    return 0;
+}
+
+}  // namespace edgelock_chaos
