@@ -38,14 +38,17 @@
 //               any issued before for the name. One node: INCR inside the
 //               acquire script. Several: round 1 acquires and reads each
 //               counter, token = max + 1, round 2 raises the counter to the token
-//               on a quorum before the token is handed out. A counter that does
-//               not exist (new, or lost with a node restarted without
-//               persistence) starts from the server's TIME in microseconds, so
-//               tokens stay increasing across such restarts as long as the
-//               server's wall clock does not step back past the lost tokens.
-//               Tokens are therefore large (about 1.7e15 in 2023) but fit in
-//               53 bits; Redis >= 3.2 (the acquire script calls
-//               redis.replicate_commands() where it exists).
+//               on a quorum before the token is handed out. Counters are
+//               never below the server's TIME in microseconds: the acquire
+//               script raises a counter behind the clock to it before INCR,
+//               and round 1 reads max(counter, clock). So a counter lost with
+//               a node restarted without persistence, or rolled back by an
+//               old snapshot, still yields tokens above every earlier one,
+//               as long as no server's wall clock steps back past them and,
+//               with several nodes, their clocks agree to within the time a
+//               node stays down (at least the ttl). Tokens are large (about
+//               1.8e15 in 2026) but below 2^53; Redis >= 3.2 (the acquire
+//               script calls redis.replicate_commands() where it exists).
 //
 // Outcomes arrive as events: acquired {validity deadline, fencing token},
 // busy {holder's remaining ttl when a node said it}, failed {reason},

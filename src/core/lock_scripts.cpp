@@ -53,9 +53,10 @@ const lock_script script_reentrant_renew = {
 const lock_script script_fenced_acquire = {
     "if redis.replicate_commands then redis.replicate_commands() end\n"
     "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-    "  if not redis.call('get', KEYS[2]) then\n"
-    "    local t = redis.call('time')\n"
-    "    redis.call('set', KEYS[2], string.format('%.0f', t[1] * 1000000 + t[2]))\n"
+    "  local t = redis.call('time')\n"
+    "  local now = t[1] * 1000000 + t[2]\n"
+    "  if (tonumber(redis.call('get', KEYS[2])) or 0) < now then\n"
+    "    redis.call('set', KEYS[2], string.format('%.0f', now))\n"
     "  end\n"
     "  return {1, redis.call('incr', KEYS[2])}\n"
     "end\n"
@@ -64,19 +65,20 @@ const lock_script script_fenced_acquire = {
     "  return {1, tonumber(redis.call('get', KEYS[2]) or '0')}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "5524f190f8e7afd6cd23b4e1763e4d678eb8c8cd"};
+    "80b0d4b7bef72c54f62332e08ce38c1e247bc940"};
 
 const lock_script script_fenced_read = {
     "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.call('get', KEYS[1]) == "
     "ARGV[1] then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "  local c = redis.call('get', KEYS[2])\n"
-    "  if c then return {1, tonumber(c)} end\n"
     "  local t = redis.call('time')\n"
-    "  return {1, t[1] * 1000000 + t[2]}\n"
+    "  local now = t[1] * 1000000 + t[2]\n"
+    "  local c = tonumber(redis.call('get', KEYS[2])) or 0\n"
+    "  if c < now then c = now end\n"
+    "  return {1, c}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "5bffbc213c3b6e2023db7eac00770757204ff48a"};
+    "35bcb97df9478694e10439cf65835ea139a23963"};
 
 const lock_script script_fence_raise = {
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end\n"

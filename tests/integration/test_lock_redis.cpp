@@ -296,7 +296,8 @@ TEST_CASE("redis: reentrant locks nest per owner", "[integration][lock]") {
     CHECK(run.until_event(other).kind == lock_event_kind::acquired);
 }
 
-TEST_CASE("redis: fenced tokens increase on one node", "[integration][lock]") {
+TEST_CASE("redis: fenced tokens increase on one node, even when the counter is lost",
+          "[integration][lock]") {
     redis_server srv;
     redis_client admin(srv.port());
     runner run({&srv});
@@ -312,7 +313,16 @@ TEST_CASE("redis: fenced tokens increase on one node", "[integration][lock]") {
         CHECK(admin.command({"GET", "{f}:fence"}).text == std::to_string(last));
         REQUIRE(a.release(port::now()) == lock_errc::ok);
         REQUIRE(run.until_event(a).kind == lock_event_kind::released);
+        // Every other round the counter goes back, as when the node restarts
+        // from an old snapshot or empty: tokens come from the server clock
+        // (microseconds) at the least, so they keep increasing.
+        if (i % 2 == 0) {
+            admin.command({"SET", "{f}:fence", "3"});
+        } else {
+            admin.command({"DEL", "{f}:fence"});
+        }
     }
+    CHECK(last > 1700000000000000);  // microseconds since 1970, after 2023
 }
 
 TEST_CASE("redis: fenced Redlock over 3 servers: max + 1, raised on a quorum, node loss",
@@ -324,10 +334,13 @@ TEST_CASE("redis: fenced Redlock over 3 servers: max + 1, raised on a quorum, no
     redis_client a1(s1.port());
     redis_client a2(s2.port());
     // Counters that disagree, as after different majorities: a per-node INCR
-    // would hand out 6 here; the quorum recipe must give 101.
-    a0.command({"SET", "{r}:fence", "100"});
-    a1.command({"SET", "{r}:fence", "5"});
-    a2.command({"SET", "{r}:fence", "5"});
+    // would hand out x + 6 here; the quorum recipe must give x + 101. They are
+    // ahead of the servers' clocks (x is in the year 2128), or the tokens
+    // would come from the clocks instead.
+    const std::uint64_t x = 5000000000000000;
+    a0.command({"SET", "{r}:fence", std::to_string(x + 100)});
+    a1.command({"SET", "{r}:fence", std::to_string(x + 5)});
+    a2.command({"SET", "{r}:fence", std::to_string(x + 5)});
 
     std::uint64_t fence = 0;
     {
@@ -337,11 +350,11 @@ TEST_CASE("redis: fenced Redlock over 3 servers: max + 1, raised on a quorum, no
         REQUIRE(l.acquire(port::now()) == lock_errc::ok);
         const lock_event ev = run.until_event(l);
         REQUIRE(ev.kind == lock_event_kind::acquired);
-        CHECK(ev.fence == 101);
+        CHECK(ev.fence == x + 101);
         fence = ev.fence;
         int raised = 0;
         for (redis_client* c : {&a0, &a1, &a2}) {
-            raised += std::stoll(c->command({"GET", "{r}:fence"}).text) >= 101 ? 1 : 0;
+            raised += std::stoull(c->command({"GET", "{r}:fence"}).text) >= x + 101 ? 1 : 0;
         }
         CHECK(raised >= 2);
         REQUIRE(l.release(port::now()) == lock_errc::ok);

@@ -10,6 +10,7 @@
 // Test code: allocates and throws freely.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -51,7 +52,7 @@ inline std::string to_std(edgelock::str_view v) {
 class redis_node {
 public:
     // The server's TIME in microseconds: the simulated clock, from a
-    // realistic wall-clock epoch (fencing counters start from it).
+    // realistic wall-clock epoch (fencing tokens never fall below it).
     static constexpr std::int64_t clock_base_us = 1700000000000000;
     static std::int64_t time_us(std::uint64_t now) {
         return clock_base_us + static_cast<std::int64_t>(now);
@@ -301,7 +302,7 @@ private:
         }
         if (s == &script_fenced_acquire) {
             if (set_nx_px(key(0), arg(0), parse_int(arg(1)), now)) {
-                if (find(key(1), now) == nullptr) {  // a counter lost or new: from the clock
+                if (get_number(key(1), now) < time_us(now)) {  // never below the clock
                     set(key(1), std::to_string(time_us(now)));
                 }
                 return resp_pair(1, incr(key(1), now));
@@ -316,8 +317,7 @@ private:
             if (set_nx_px(key(0), arg(0), parse_int(arg(1)), now) ||
                 (get(key(0), now, cur) && cur == arg(0))) {
                 pexpire(key(0), parse_int(arg(1)), now);
-                return resp_pair(
-                    1, find(key(1), now) != nullptr ? get_number(key(1), now) : time_us(now));
+                return resp_pair(1, std::max(get_number(key(1), now), time_us(now)));
             }
             return resp_pair(0, pttl(key(0), now));
         }

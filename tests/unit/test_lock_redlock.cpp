@@ -324,61 +324,108 @@ TEST_CASE("reentrant locks count holds per owner", "[lock][sim]") {
     CHECK(other.held());
 }
 
-TEST_CASE("fencing tokens on a single node: INCR, from the server clock when new", "[lock][sim]") {
+TEST_CASE("fencing tokens on a single node: INCR, never below the server clock", "[lock][sim]") {
     sim::cluster c(1, 11);
     sim::recorder rec(c);
     const int a = c.add_client();
     auto opt = sim::fast_options();
     opt.mode = lock_mode::fenced;
     edgelock::lock& l = c.add_lock(a, "jobs", opt);
-    // A missing counter starts from the server's TIME in microseconds.
-    const std::uint64_t clock_at_start =
-        static_cast<std::uint64_t>(sim::redis_node::time_us(c.now().us));
-    std::uint64_t first = 0;
-    for (std::uint64_t k = 0; k < 3; ++k) {
+    std::uint64_t last = 0;
+    for (int k = 0; k < 3; ++k) {
+        // The counter is raised to the server's TIME (microseconds) first.
+        const auto clock = static_cast<std::uint64_t>(sim::redis_node::time_us(c.now().us));
         REQUIRE(l.acquire(c.now()) == lock_errc::ok);
         REQUIRE(c.run_until(c.now() + duration::millis(100)));
         REQUIRE(l.held());
-        if (k == 0) {
-            first = l.fence();
-            CHECK(first > clock_at_start);
-            CHECK(first < clock_at_start + 100000);  // within the 100 ms run
-        }
-        CHECK(l.fence() == first + k);
-        CHECK(rec.events.back().ev.fence == first + k);
+        CHECK(l.fence() > clock);
+        CHECK(l.fence() < clock + 100000);  // the round ended within 100 ms
+        CHECK(l.fence() > last);
+        CHECK(rec.events.back().ev.fence == l.fence());
+        last = l.fence();
         REQUIRE(l.release(c.now()) == lock_errc::ok);
         REQUIRE(c.run_until(c.now() + duration::millis(100)));
     }
-    CHECK(c.node(0).find("{jobs}:fence", c.now().us)->str == std::to_string(first + 2));
+    CHECK(c.node(0).find("{jobs}:fence", c.now().us)->str == std::to_string(last));
+    // A counter ahead of the clock (set by hand, say) just counts up by one.
+    const std::uint64_t ahead = last + 1000000000;
+    c.node(0).find("{jobs}:fence", c.now().us)->str = std::to_string(ahead);
+    REQUIRE(l.acquire(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(100)));
+    REQUIRE(l.held());
+    CHECK(l.fence() == ahead + 1);
 }
 
-TEST_CASE("fencing tokens keep increasing after a node restarts empty", "[lock][sim]") {
+TEST_CASE("fencing tokens keep increasing after a restart empty or from an old snapshot",
+          "[lock][sim]") {
     sim::cluster c(1, 14);
     sim::recorder rec(c);
     const int a = c.add_client();
     auto opt = sim::fast_options();
     opt.mode = lock_mode::fenced;
     edgelock::lock& l = c.add_lock(a, "jobs", opt);
-    // An existing small counter (as left by INCR alone) counts up by one...
+    auto acquire_release = [&] {
+        REQUIRE(l.acquire(c.now()) == lock_errc::ok);
+        REQUIRE(c.run_until(c.now() + duration::millis(100)));
+        REQUIRE(l.held());
+        const std::uint64_t token = l.fence();
+        REQUIRE(l.release(c.now()) == lock_errc::ok);
+        REQUIRE(c.run_until(c.now() + duration::millis(100)));
+        return token;
+    };
+    // A small counter as plain INCR leaves it: the clock takes over.
     sim::redis_node::entry e;
     e.str = "41";
     c.node(0).data["{jobs}:fence"] = e;
-    REQUIRE(l.acquire(c.now()) == lock_errc::ok);
-    REQUIRE(c.run_until(c.now() + duration::millis(100)));
-    REQUIRE(l.held());
-    CHECK(l.fence() == 42);
-    REQUIRE(l.release(c.now()) == lock_errc::ok);
-    REQUIRE(c.run_until(c.now() + duration::millis(100)));
-    // ...and once the node has lost its keyspace, the next token is still
-    // above it: the counter starts again from the clock, not from 0.
+    const std::uint64_t first = acquire_release();
+    CHECK(first > 41);
+    // The node loses its keyspace (no persistence): the next token is higher.
     c.crash(0);
     c.run_until(c.now() + duration::millis(500));
     c.restart(0, false);
+    const std::uint64_t second = acquire_release();
+    CHECK(second > first);
+    // The node comes back from an old snapshot: its counter went back to 41.
+    c.crash(0);
+    c.run_until(c.now() + duration::millis(500));
+    c.restart(0, true);
+    c.node(0).data["{jobs}:fence"] = e;
+    CHECK(acquire_release() > second);
+}
+
+TEST_CASE("fencing under Redlock takes max + 1 of a quorum and raises it", "[redlock][sim]") {
+    sim::cluster c(3, 12);
+    sim::recorder rec(c);
+    const int a = c.add_client();
+    auto opt = sim::fast_options();
+    opt.mode = lock_mode::fenced;
+    edgelock::lock& l = c.add_lock(a, "jobs", opt);
+    // Counters ahead of every node's clock, so that max + 1 shows.
+    const std::uint64_t x =
+        static_cast<std::uint64_t>(sim::redis_node::time_us(c.now().us)) + 1000000000000;
+    auto counter = [&](int node, std::uint64_t v) {
+        sim::redis_node::entry e;
+        e.str = std::to_string(v);
+        c.node(node).data["{jobs}:fence"] = e;
+    };
+    // Per-node INCR would hand out x+6 on {1, 2} after x+100 was issued via node 0.
+    counter(0, x + 100);
+    counter(1, x + 5);
+    counter(2, x + 5);
+    c.crash(0);
     REQUIRE(l.acquire(c.now()) == lock_errc::ok);
     REQUIRE(c.run_until(c.now() + duration::millis(100)));
     REQUIRE(l.held());
-    CHECK(l.fence() > 42);
-    CHECK(l.fence() > static_cast<std::uint64_t>(sim::redis_node::clock_base_us));
+    CHECK(l.fence() == x + 6);
+    REQUIRE(l.release(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(100)));
+    c.restart(0, true);
+    c.crash(1);
+    REQUIRE(l.acquire(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(100)));
+    REQUIRE(l.held());
+    CHECK(l.fence() == x + 101);
+    CHECK(c.node(2).find("{jobs}:fence", c.now().us)->str == std::to_string(x + 101));
 }
 
 TEST_CASE("fencing under Redlock: a node that lost its counter reports its clock",
@@ -394,13 +441,15 @@ TEST_CASE("fencing under Redlock: a node that lost its counter reports its clock
         e.str = "7";
         c.node(node).data["{jobs}:fence"] = e;
     }
+    const auto clock = static_cast<std::uint64_t>(sim::redis_node::time_us(c.now().us));
     REQUIRE(l.acquire(c.now()) == lock_errc::ok);
     REQUIRE(c.run_until(c.now() + duration::millis(100)));
     REQUIRE(l.held());
-    CHECK(l.fence() == 8);
+    const std::uint64_t first = l.fence();
+    CHECK(first > clock);
     REQUIRE(l.release(c.now()) == lock_errc::ok);
     REQUIRE(c.run_until(c.now() + duration::millis(100)));
-    // Two of three nodes come back empty: a quorum no longer remembers 8.
+    // Two of three nodes come back empty: a quorum no longer remembers it.
     c.crash(0);
     c.crash(1);
     c.run_until(c.now() + duration::millis(500));
@@ -410,41 +459,9 @@ TEST_CASE("fencing under Redlock: a node that lost its counter reports its clock
     REQUIRE(l.acquire(c.now()) == lock_errc::ok);
     REQUIRE(c.run_until(c.now() + duration::millis(100)));
     REQUIRE(l.held());
-    CHECK(l.fence() > 8);
+    CHECK(l.fence() > first);
     const std::string raised = c.node(0).find("{jobs}:fence", c.now().us)->str;
     CHECK(raised == std::to_string(l.fence()));
-}
-
-TEST_CASE("fencing under Redlock takes max + 1 of a quorum and raises it", "[redlock][sim]") {
-    sim::cluster c(3, 12);
-    sim::recorder rec(c);
-    const int a = c.add_client();
-    auto opt = sim::fast_options();
-    opt.mode = lock_mode::fenced;
-    edgelock::lock& l = c.add_lock(a, "jobs", opt);
-    auto counter = [&](int node, const std::string& v) {
-        sim::redis_node::entry e;
-        e.str = v;
-        c.node(node).data["{jobs}:fence"] = e;
-    };
-    // Per-node INCR would hand out 6 on {1, 2} after 100 was issued via node 0.
-    counter(0, "100");
-    counter(1, "5");
-    counter(2, "5");
-    c.crash(0);
-    REQUIRE(l.acquire(c.now()) == lock_errc::ok);
-    REQUIRE(c.run_until(c.now() + duration::millis(100)));
-    REQUIRE(l.held());
-    CHECK(l.fence() == 6);
-    REQUIRE(l.release(c.now()) == lock_errc::ok);
-    REQUIRE(c.run_until(c.now() + duration::millis(100)));
-    c.restart(0, true);
-    c.crash(1);
-    REQUIRE(l.acquire(c.now()) == lock_errc::ok);
-    REQUIRE(c.run_until(c.now() + duration::millis(100)));
-    REQUIRE(l.held());
-    CHECK(l.fence() == 101);
-    CHECK(c.node(2).find("{jobs}:fence", c.now().us)->str == "101");
 }
 
 TEST_CASE("NOSCRIPT falls back to EVAL once per node", "[lock][sim]") {
