@@ -101,6 +101,7 @@ struct verdict {
     long long paused_overlaps = 0;
     long long stale_accepted = 0;
     long long stale_rejected = 0;
+    long long rejected_unpaused = 0;
     long long out_of_order = 0;
     long long late_ops = 0;
     long long agent_bad_status = 0;

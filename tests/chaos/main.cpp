@@ -244,7 +244,7 @@ private:
     std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
         return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_);
     }
-    void inject(std::int64_t now);
+    void inject();
     void heal(active_fault& f);
     void log_fault(const active_fault& f, std::int64_t end);
     void reap(bool stopping);
@@ -265,7 +265,9 @@ void chaos_run::log_fault(const active_fault& f, std::int64_t end) {
                                             " " + (f.detail.empty() ? "-" : f.detail));
 }
 
-void chaos_run::inject(std::int64_t now) {
+// Every instant is read after the action it times: a fault's start is never
+// earlier than the fault, and a killed node's delay counts from its death.
+void chaos_run::inject() {
     // Node faults touch a minority at a time (on one node: that node).
     const int max_faulty = o_.nodes == 1 ? 1 : (o_.nodes - 1) / 2;
     std::vector<int> healthy;
@@ -280,12 +282,15 @@ void chaos_run::inject(std::int64_t now) {
     const std::string kind = kinds[uniform(0, sizeof kinds / sizeof kinds[0] - 1)];
     active_fault f;
     f.kind = kind;
-    f.start = now;
 
     if (kind == "holder_pause") {
         std::vector<int> inside;
         for (int w = 0; w < o_.workers; ++w) {
-            if (table_.inside(w)) {
+            bool paused = false;
+            for (const active_fault& a : active_) {
+                paused = paused || (a.kind == "holder_pause" && a.target == w);
+            }
+            if (table_.inside(w) && !paused && workers_[static_cast<std::size_t>(w)] > 0) {
                 inside.push_back(w);
             }
         }
@@ -295,15 +300,19 @@ void chaos_run::inject(std::int64_t now) {
         f.target = inside[static_cast<std::size_t>(
             uniform(0, static_cast<std::int64_t>(inside.size()) - 1))];
         ::kill(-workers_[static_cast<std::size_t>(f.target)], SIGSTOP);
-        f.end = now + ms_to_ns(uniform(ttl_ms * 3 / 2, ttl_ms * 5 / 2));
+        f.start = now_ns();
+        f.end = f.start + ms_to_ns(uniform(ttl_ms * 3 / 2, ttl_ms * 5 / 2));
         active_.push_back(f);
         return;
     }
     if (kind == "proxy_reset") {
         // One-shot: every connection through one node's proxy breaks.
         f.target = static_cast<int>(uniform(0, o_.nodes - 1));
-        proxies_[static_cast<std::size_t>(f.target)]->command("reset");
-        log_fault(f, now);
+        f.start = now_ns();
+        if (!proxies_[static_cast<std::size_t>(f.target)]->command("reset")) {
+            ++facts_.harness_errors;
+        }
+        log_fault(f, now_ns());
         return;
     }
     if (healthy.empty() || faulty_nodes() >= max_faulty) {
@@ -317,31 +326,39 @@ void chaos_run::inject(std::int64_t now) {
         // Down for longer than the ttl: a restarted node comes back empty, so
         // it must not come back while a lock it granted could still be valid.
         server.kill();
-        f.end = now + ms_to_ns(ttl_ms + uniform(50, 1000));
-        f.detail = "restart_after_ms=" + std::to_string((f.end - now) / 1000000);
+        f.start = now_ns();
+        const std::int64_t down_ms = ttl_ms + uniform(50, 1000);
+        f.end = f.start + ms_to_ns(down_ms);
+        f.detail = "restart_after_ms=" + std::to_string(down_ms);
     } else if (kind == "node_pause") {
         server.pause();
-        f.end = now + ms_to_ns(uniform(200, 3000));
-    } else if (kind == "proxy_delay") {
-        const std::int64_t d = uniform(5, 60);
-        const std::int64_t j = uniform(0, 20);
-        px.command("delay both " + std::to_string(d) + " " + std::to_string(j));
-        f.end = now + ms_to_ns(uniform(1000, 4000));
-        f.detail = "delay_ms=" + std::to_string(d) + "+" + std::to_string(j);
-    } else if (kind == "proxy_blackhole") {
-        px.command("blackhole");
-        f.end = now + ms_to_ns(uniform(200, 3000));
+        f.start = now_ns();
+        f.end = f.start + ms_to_ns(uniform(200, 3000));
     } else {
-        px.command("split");
-        f.end = now + ms_to_ns(uniform(1000, 3000));
+        std::string cmd = kind == "proxy_blackhole" ? "blackhole" : "split";
+        std::int64_t span_ms = kind == "proxy_blackhole" ? uniform(200, 3000) : uniform(1000, 3000);
+        if (kind == "proxy_delay") {
+            const std::int64_t d = uniform(5, 60);
+            const std::int64_t j = uniform(0, 20);
+            cmd = "delay both " + std::to_string(d) + " " + std::to_string(j);
+            span_ms = uniform(1000, 4000);
+            f.detail = "delay_ms=" + std::to_string(d) + "+" + std::to_string(j);
+        }
+        if (!px.command(cmd)) {
+            ++facts_.harness_errors;
+        }
+        f.start = now_ns();
+        f.end = f.start + ms_to_ns(span_ms);
     }
     active_.push_back(f);
 }
 
 void chaos_run::heal(active_fault& f) {
-    const std::int64_t now = now_ns();
     if (f.kind == "holder_pause") {
-        ::kill(-workers_[static_cast<std::size_t>(f.target)], SIGCONT);
+        // A worker that ended was reaped and its group killed: nothing to wake.
+        if (workers_[static_cast<std::size_t>(f.target)] > 0) {
+            ::kill(-workers_[static_cast<std::size_t>(f.target)], SIGCONT);
+        }
     } else if (f.kind == "node_kill") {
         auto& server = *servers_[static_cast<std::size_t>(f.target)];
         const std::uint16_t port = server.port();
@@ -361,7 +378,7 @@ void chaos_run::heal(active_fault& f) {
     } else if (!proxies_[static_cast<std::size_t>(f.target)]->command("pass")) {
         ++facts_.harness_errors;
     }
-    log_fault(f, now);
+    log_fault(f, now_ns());
 }
 
 void chaos_run::reap(bool stopping) {
@@ -445,7 +462,7 @@ int chaos_run::run() {
             }
         }
         if (now >= next_fault) {
-            inject(now);
+            inject();
             next_fault = now + ms_to_ns(uniform(300, 1500));
         }
         reap(false);

@@ -28,7 +28,9 @@ struct section {
     std::int64_t enter = 0;
     std::int64_t exit = -1;  // -1: no exit record
     std::string outcome;
-    bool paused = false;
+    bool paused = false;           // its worker was stopped while inside
+    std::int64_t pause_start = 0;  // when (the first such stop)
+    bool write_rejected = false;
 };
 
 struct op {
@@ -76,8 +78,11 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
                 std::uint64_t token = 0;
                 std::int64_t t = 0;
                 std::string outcome;
-                s >> seq >> token >> t >> outcome;
-                if (!s && kind != "enter") {
+                s >> seq >> token >> t;
+                if (kind != "enter") {
+                    s >> outcome;
+                }
+                if (!s) {
                     ++malformed;
                     continue;
                 }
@@ -90,14 +95,18 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
                     sec.token = token;
                     sec.enter = t;
                     sections.push_back(sec);
-                } else if (kind == "exit") {
+                } else {
                     const auto it = index.find(key);
                     if (it == index.end()) {
                         ++malformed;
                         continue;
                     }
-                    sections[it->second].exit = t;
-                    sections[it->second].outcome = outcome;
+                    if (kind == "exit") {
+                        sections[it->second].exit = t;
+                        sections[it->second].outcome = outcome;
+                    } else if (outcome == "rejected") {
+                        sections[it->second].write_rejected = true;
+                    }
                 }
             } else if (kind == "op") {
                 op o;
@@ -157,8 +166,10 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
             continue;
         }
         for (section& s : sections) {
-            if (s.worker == f.target && s.enter <= f.start && f.start <= s.exit) {
+            if (s.worker == f.target && s.enter <= f.start && f.start <= s.exit &&
+                (!s.paused || f.start < s.pause_start)) {
                 s.paused = true;
+                s.pause_start = f.start;
             }
         }
     }
@@ -166,14 +177,16 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
     std::sort(sections.begin(), sections.end(),
               [](const section& x, const section& y) { return x.enter < y.enter; });
 
-    // Overlaps: every pair of sections whose [enter, exit] intervals meet.
+    // Overlaps: every pair of sections whose [enter, exit] intervals meet. The
+    // one excuse: the earlier holder had been stopped by the scheduler before
+    // the later one entered (its lock ran out while it could not act).
     long long overlaps = 0;
     long long paused_overlaps = 0;
     std::string overlap_examples;
     for (std::size_t i = 0; i < sections.size(); ++i) {
         for (std::size_t j = i + 1; j < sections.size() && sections[j].enter <= sections[i].exit;
              ++j) {
-            if (sections[i].paused || sections[j].paused) {
+            if (sections[i].paused && sections[i].pause_start <= sections[j].enter) {
                 ++paused_overlaps;
                 continue;
             }
@@ -306,8 +319,10 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
         }
     }
     long long paused_sections = 0;
+    long long rejected_unpaused = 0;  // only a holder whose lock ran out writes stale
     for (const section& s : sections) {
         paused_sections += s.paused ? 1 : 0;
+        rejected_unpaused += s.write_rejected && !s.paused ? 1 : 0;
     }
 
     const long long acquisitions = static_cast<long long>(sections.size());
@@ -344,6 +359,7 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
     r += pad("  overlaps with a paused holder", paused_overlaps, "expected; fencing catches");
     r += pad("stale writes accepted by the storage", stale_accepted, "must be 0");
     r += pad("  stale writes rejected by the storage", stale_rejected, "fencing at work");
+    r += pad("stale writes from a holder that was not paused", rejected_unpaused, "must be 0");
     r += pad("fencing tokens out of order", out_of_order, "must be 0");
     r += pad("locks still held after the end + ttl", facts.locks_left, "must be 0");
     r += pad("operations past their deadline", late_ops, "must be 0");
@@ -359,10 +375,10 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
         r += pad("  " + o.first, o.second);
     }
 
-    bool ok = overlaps == 0 && stale_accepted == 0 && out_of_order == 0 && facts.locks_left == 0 &&
-              late_ops == 0 && agent_bad_status == 0 && facts.workers_crashed == 0 &&
-              facts.workers_not_stopped == 0 && open_sections == 0 && malformed == 0 &&
-              facts.harness_errors == 0;
+    bool ok = overlaps == 0 && stale_accepted == 0 && rejected_unpaused == 0 && out_of_order == 0 &&
+              facts.locks_left == 0 && late_ops == 0 && agent_bad_status == 0 &&
+              facts.workers_crashed == 0 && facts.workers_not_stopped == 0 && open_sections == 0 &&
+              malformed == 0 && facts.harness_errors == 0;
     if (acquisitions < min_acquisitions) {
         r += "too few acquisitions to judge (fewer than one a second)\n";
         ok = false;
@@ -375,6 +391,7 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
         counts->paused_overlaps = paused_overlaps;
         counts->stale_accepted = stale_accepted;
         counts->stale_rejected = stale_rejected;
+        counts->rejected_unpaused = rejected_unpaused;
         counts->out_of_order = out_of_order;
         counts->late_ops = late_ops;
         counts->agent_bad_status = agent_bad_status;
@@ -446,6 +463,19 @@ bool verify_self_test(std::string& failure) {
     fake_run order{a, "enter 1 5 3000000000\nexit 1 5 4000000000 done\n", storage, ""};
     fake_run late{a + "op acquire 2 5000000000 9000000000 3000000000 busy\n", b, storage, ""};
     fake_run garbage{a, b + "bogus line\n", storage, ""};
+    // Worker 1 (not paused) holds from 1.5 s; worker 0 enters at 1.8 s and
+    // is stopped at 1.9 s: its pause came after, so it excuses nothing.
+    fake_run late_pause{"enter 1 6 1800000000\nexit 1 6 2500000000 done\n",
+                        "enter 1 5 1500000000\nexit 1 5 3000000000 done\n", "",
+                        "fault holder_pause 0 1900000000 3500000000 -\n"};
+    // Worker 0 stopped at 2.5 s, but worker 1 had entered at 1.5 s already.
+    fake_run pause_after_entry = overlap;
+    pause_after_entry.faults = "fault holder_pause 0 2500000000 2900000000 -\n";
+    fake_run truncated{a + "enter 2 7\n", b, storage, ""};
+    fake_run rejected{a,
+                      "enter 1 6 3000000000\nwrite 1 6 3100000000 rejected\n"
+                      "exit 1 6 4000000000 done\n",
+                      storage, ""};
     return judge(clean, true, &verdict::overlaps, 0, "a clean run", failure) &&
            judge(clean, true, &verdict::acquisitions, 2, "a clean run's acquisitions", failure) &&
            judge(overlap, false, &verdict::overlaps, 1, "two holders at once", failure) &&
@@ -453,7 +483,14 @@ bool verify_self_test(std::string& failure) {
            judge(stale, false, &verdict::stale_accepted, 1, "a stale write accepted", failure) &&
            judge(order, false, &verdict::out_of_order, 1, "a repeated token", failure) &&
            judge(late, false, &verdict::late_ops, 1, "an operation past its bound", failure) &&
-           judge(garbage, false, &verdict::malformed, 1, "a malformed line", failure);
+           judge(garbage, false, &verdict::malformed, 1, "a malformed line", failure) &&
+           judge(late_pause, false, &verdict::overlaps, 1, "entry into an unpaused holder",
+                 failure) &&
+           judge(pause_after_entry, false, &verdict::overlaps, 1, "a pause after the overlap",
+                 failure) &&
+           judge(truncated, false, &verdict::malformed, 1, "a truncated line", failure) &&
+           judge(rejected, false, &verdict::rejected_unpaused, 1, "a stale write, not paused",
+                 failure);
 }
 
 }  // namespace edgelock_chaos

@@ -94,9 +94,10 @@ struct worker_log {
         append_line(path, "write " + n(seq) + " " + std::to_string(token) + " " + n(now_ns()) +
                               (accepted ? " accepted" : " rejected"));
     }
-    void exit(std::int64_t seq, std::uint64_t token, const char* outcome) const {
-        append_line(path, "exit " + n(seq) + " " + std::to_string(token) + " " + n(now_ns()) + " " +
-                              outcome);
+    // `at`: the instant the section ended, the last moment it acted as holder.
+    void exit(std::int64_t seq, std::uint64_t token, std::int64_t at, const char* outcome) const {
+        append_line(path,
+                    "exit " + n(seq) + " " + std::to_string(token) + " " + n(at) + " " + outcome);
     }
 };
 
@@ -178,16 +179,21 @@ int library_worker_main(int argc, char** argv) {
             enter + std::uniform_int_distribution<std::int64_t>(0, hold - 1)(rng);
         const char* outcome = "done";
         bool wrote = false;
+        // The section ends at the last instant the lock was known to be ours:
+        // nothing is done as holder after it (the write comes after a check).
+        std::int64_t last_held = enter;
         for (;;) {
             if (!l.held()) {
                 outcome = "lost";
                 break;
             }
             const std::int64_t now = now_ns();
+            last_held = now;
             if (!wrote && now >= write_at) {
                 log.write(seq, token, storage_write(dir, token, id));
                 wrote = true;
-                continue;  // check held() again before leaving
+                last_held = now_ns();  // the write is the holder's act: the section lasts past it
+                continue;              // check held() again before leaving
             }
             if (now >= enter + hold) {
                 break;
@@ -196,7 +202,7 @@ int library_worker_main(int argc, char** argv) {
                 ms_to_ns(5), std::min(enter + hold, wrote ? enter + hold : write_at) - now);
             c.run_for(edgelock::duration::micros(static_cast<std::uint64_t>(step / 1000 + 1)));
         }
-        log.exit(seq, token, outcome);
+        log.exit(seq, token, last_held, outcome);
         table.set(id, false);
 
         const std::int64_t t2 = now_ns();
@@ -310,7 +316,7 @@ int section_main(int argc, char** argv) {
         }
         sleep_ms(1);
     }
-    log.exit(seq, token, outcome);
+    log.exit(seq, token, now_ns(), outcome);
     table.set(id, false);
     return 0;
 }
