@@ -52,7 +52,7 @@ struct fault {
 
 std::string pad(const std::string& label, long long value, const char* note = "") {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "  %-44s %8lld%s%s\n", label.c_str(), value,
+    std::snprintf(buf, sizeof buf, "  %-48s %8lld%s%s\n", label.c_str(), value,
                   *note != '\0' ? "   " : "", note);
     return buf;
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/agent_helpers.hpp"
 #include "cli/cli_helpers.hpp"
 #include "integration/redis_server.hpp"
 
@@ -32,24 +33,30 @@
 #error "build with -DEDGELOCK_FAKE_REDIS_PATH=\"/path/to/fake_redis\""
 #endif
 
+using edgelock_test::agent;
+using edgelock_test::agent_run;
+using edgelock_test::clip;
+using edgelock_test::contains;
+using edgelock_test::exit_conflict;
+using edgelock_test::exit_lost;
+using edgelock_test::exit_unavailable;
+using edgelock_test::exit_usage;
+using edgelock_test::file_exists;
 using edgelock_test::mono_s;
+using edgelock_test::one_line;
+using edgelock_test::positive;
 using edgelock_test::process;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
 using edgelock_test::run_result;
+using edgelock_test::show;
+using edgelock_test::temp_dir;
+using edgelock_test::url;
+using edgelock_test::write_file;
 
 namespace {
 
 using strings = std::vector<std::string>;
-
-constexpr int exit_conflict = 1;
-constexpr int exit_usage = 64;
-constexpr int exit_unavailable = 69;
-constexpr int exit_lost = 75;
-
-std::string url(const redis_server& s) {
-    return "redis://127.0.0.1:" + std::to_string(s.port());
-}
 
 std::string join(const strings& parts, const std::string& sep) {
     std::string s;
@@ -63,10 +70,6 @@ std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return s;
-}
-
-bool contains(const std::string& hay, const std::string& needle) {
-    return hay.find(needle) != std::string::npos;
 }
 
 strings lines_of(const std::string& s) {
@@ -85,86 +88,11 @@ bool is_token(const std::string& s) {
            });
 }
 
-// A positive decimal integer, or -1.
-long long positive(const std::string& s) {
-    if (s.empty() || s.size() > 18 ||
-        !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return -1;
-    }
-    const long long v = std::stoll(s);
-    return v > 0 ? v : -1;
-}
-
-std::string clip(const std::string& s) {
-    return s.size() <= 600 ? s : s.substr(0, 600) + "...(" + std::to_string(s.size()) + " bytes)";
-}
-
-// For INFO: what a run ended with.
-std::string show(const strings& args, const run_result& r) {
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%.3f", r.seconds);
-    return "edgelock " + join(args, " ") + "\n  -> status " + std::to_string(r.status) + " in " +
-           secs + " s\n  stdout: '" + clip(r.out) + "'\n  stderr: '" + clip(r.err) + "'";
-}
-
-strings agent_argv(const strings& args) {
-    strings argv{EDGELOCK_CLI_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-}
-
-// The agent still running: spawn, then finish().
-struct agent_run {
-    strings args;
-    process proc;
-
-    agent_run(strings a, const strings& env) : args(std::move(a)), proc(agent_argv(args), env) {}
-
-    run_result finish(double timeout_s = 20.0) {
-        const run_result r = proc.finish(timeout_s);
-        if (r.timed_out) {
-            FAIL("still running after " << timeout_s << " s, killed:\n" << show(args, r));
-        }
-        return r;
-    }
-};
-
-// Runs the agent to its end (failing the test if it takes over timeout_s).
-run_result agent(const strings& args, const strings& env = {}, double timeout_s = 20.0) {
-    agent_run a(args, env);
-    return a.finish(timeout_s);
-}
-
-// A private directory for the files a test's children write, removed after.
-struct temp_dir {
-    std::string path;
-    temp_dir() {
-        char tmpl[] = "/tmp/edgelock-cli-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        path = tmpl;
-    }
-    ~temp_dir() {
-        const std::string cmd = "rm -rf '" + path + "'";
-        (void)std::system(cmd.c_str());
-    }
-    std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
-
 std::string read_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     std::stringstream s;
     s << f.rdbuf();
     return s.str();
-}
-
-void write_file(const std::string& path, const std::string& text) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << text;
-}
-
-bool file_exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0;
 }
 
 // Waits up to timeout_s for cond(); true when it held.
@@ -203,11 +131,6 @@ double real_s() {
     timespec ts{};
     clock_gettime(CLOCK_REALTIME, &ts);
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-// The message a usage error must be: exactly one line on stderr.
-bool one_line(const std::string& s) {
-    return !s.empty() && s.back() == '\n' && std::count(s.begin(), s.end(), '\n') == 1;
 }
 
 }  // namespace

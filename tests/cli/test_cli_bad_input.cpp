@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/agent_helpers.hpp"
 #include "cli/cli_helpers.hpp"
 #include "integration/redis_server.hpp"
 
@@ -38,107 +39,31 @@
 #error "build with -DEDGELOCK_FAKE_REDIS_PATH=\"/path/to/fake_redis\""
 #endif
 
+using edgelock_test::agent;
+using edgelock_test::agent_run;
+using edgelock_test::clip;
+using edgelock_test::contains;
+using edgelock_test::exit_conflict;
+using edgelock_test::exit_lost;
+using edgelock_test::exit_unavailable;
+using edgelock_test::exit_usage;
+using edgelock_test::file_exists;
+using edgelock_test::one_line;
+using edgelock_test::positive;
 using edgelock_test::process;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
 using edgelock_test::run_result;
+using edgelock_test::show;
+using edgelock_test::temp_dir;
+using edgelock_test::url;
+using edgelock_test::write_file;
 
 namespace {
 
 using strings = std::vector<std::string>;
 
-constexpr int exit_conflict = 1;
-constexpr int exit_usage = 64;
-constexpr int exit_unavailable = 69;
-
 const char* const valid_token = "00112233445566778899aabbccddeeff";
-
-std::string url(const redis_server& s) {
-    return "redis://127.0.0.1:" + std::to_string(s.port());
-}
-
-bool contains(const std::string& hay, const std::string& needle) {
-    return hay.find(needle) != std::string::npos;
-}
-
-std::string clip(const std::string& s) {
-    return s.size() <= 600 ? s : s.substr(0, 600) + "...(" + std::to_string(s.size()) + " bytes)";
-}
-
-std::string show(const strings& args, const run_result& r) {
-    std::string a;
-    for (const std::string& s : args) {
-        a += " " + clip(s);
-    }
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%.3f", r.seconds);
-    return "edgelock" + a + "\n  -> status " + std::to_string(r.status) + " in " + secs +
-           " s\n  stdout: '" + clip(r.out) + "'\n  stderr: '" + clip(r.err) + "'";
-}
-
-strings agent_argv(const strings& args) {
-    strings argv{EDGELOCK_CLI_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-}
-
-struct agent_run {
-    strings args;
-    process proc;
-
-    agent_run(strings a, const strings& env) : args(std::move(a)), proc(agent_argv(args), env) {}
-
-    run_result finish(double timeout_s = 30.0) {
-        const run_result r = proc.finish(timeout_s);
-        if (r.timed_out) {
-            FAIL("still running after " << timeout_s << " s, killed:\n" << show(args, r));
-        }
-        return r;
-    }
-};
-
-run_result agent(const strings& args, const strings& env = {}, double timeout_s = 20.0) {
-    agent_run a(args, env);
-    return a.finish(timeout_s);
-}
-
-bool one_line(const std::string& s) {
-    return !s.empty() && s.back() == '\n' && std::count(s.begin(), s.end(), '\n') == 1;
-}
-
-struct temp_dir {
-    std::string path;
-    temp_dir() {
-        char tmpl[] = "/tmp/edgelock-cli-bad-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        path = tmpl;
-    }
-    ~temp_dir() {
-        const std::string cmd = "rm -rf '" + path + "'";
-        (void)std::system(cmd.c_str());
-    }
-    std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
-
-void write_file(const std::string& path, const std::string& text) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << text;
-}
-
-bool file_exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0;
-}
-
-// A positive decimal integer, or -1.
-long long positive(const std::string& s) {
-    if (s.empty() || s.size() > 18 ||
-        !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return -1;
-    }
-    const long long v = std::stoll(s);
-    return v > 0 ? v : -1;
-}
 
 // A loopback port nobody answers on, but where every connection attempt is
 // seen: the kernel completes the handshake into the backlog, accepted() counts.

@@ -17,23 +17,25 @@
 #include "edgelock/client.hpp"
 #include "edgelock/lock_scripts.hpp"
 #include "edgelock/port.hpp"
+#include "integration/client_helpers.hpp"
 #include "integration/redis_server.hpp"
 
 using namespace edgelock;
+using edgelock_test::configure;
+using edgelock_test::key_of;
+using edgelock_test::ms_since;
+using edgelock_test::must_acquire;
+using edgelock_test::must_release;
+using edgelock_test::no_watchdog;
+using edgelock_test::options;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
+using edgelock_test::str;
+using edgelock_test::tcp_url;
+using edgelock_test::url_list;
+using edgelock_test::what;
 
 namespace {
-
-std::string tcp_url(const redis_server& s, const std::string& userinfo = "",
-                    const std::string& path = "") {
-    return "redis://" + (userinfo.empty() ? std::string() : userinfo + "@") +
-           "127.0.0.1:" + std::to_string(s.port()) + path;
-}
-
-std::string key_of(const char* name) {
-    return std::string("{") + name + "}";
-}
 
 std::string token_hex(const client_lock& l) {
     char hex[owner_token::hex_size];
@@ -41,72 +43,8 @@ std::string token_hex(const client_lock& l) {
     return std::string(hex, sizeof hex);
 }
 
-std::string str(str_view v) {
-    return v.empty() ? std::string() : std::string(v.data, v.size);
-}
-
-double ms_since(instant t) {
-    return static_cast<double>((port::now() - t).us) / 1000.0;
-}
-
 void sleep_ms(unsigned ms) {
     ::usleep(ms * 1000u);
-}
-
-// What an operation ended with, for INFO.
-std::string what(const op_result& r) {
-    std::string s = std::string("error=") + describe(r.error);
-    if (r.error == client_errc::lock_rejected) {
-        s += std::string(" lock_error=") + describe(r.lock_error);
-    }
-    if (r.error == client_errc::ok) {
-        s += std::string(" event=") + describe(r.event.kind);
-        if (r.event.reason != lock_failure::none) {
-            s += std::string(" reason=") + describe(r.event.reason);
-        }
-    }
-    return s;
-}
-
-std::string what(const node_info& n) {
-    return std::string("state=") + describe(n.state) + " error=" + describe(n.error) +
-           " code=" + std::to_string(n.code) + " message='" + str(n.message) + "'";
-}
-
-// The URLs a client is configured with. The client keeps views into them:
-// declare the list before the client so it outlives it. Not copyable.
-struct url_list {
-    std::vector<std::string> text;
-    std::vector<str_view> views;
-
-    explicit url_list(std::vector<std::string> urls) : text(std::move(urls)) {
-        for (const std::string& u : text) {
-            views.emplace_back(u.data(), u.size());
-        }
-    }
-    url_list(const url_list&) = delete;
-    url_list& operator=(const url_list&) = delete;
-
-    const str_view* data() const { return views.data(); }
-    std::size_t size() const { return views.size(); }
-};
-
-void configure(client_base& c, const url_list& urls, const client_options& o = {}) {
-    REQUIRE(c.configure(urls.data(), urls.size(), o) == client_errc::ok);
-}
-
-lock_options options(unsigned ttl_ms, unsigned node_timeout_ms, lock_mode mode = lock_mode::plain) {
-    lock_options o;
-    o.mode = mode;
-    o.ttl = duration::millis(ttl_ms);
-    o.node_timeout = duration::millis(node_timeout_ms);
-    return o;
-}
-
-watchdog_options no_watchdog() {
-    watchdog_options w;
-    w.enabled = false;
-    return w;
 }
 
 // Every event a lock's callback saw, and when.
@@ -151,21 +89,6 @@ struct recorder {
         return s;
     }
 };
-
-// Acquires or fails the test.
-void must_acquire(client_lock& l) {
-    const op_result r = l.try_acquire();
-    INFO(what(r));
-    REQUIRE(r.error == client_errc::ok);
-    REQUIRE(r.event.kind == lock_event_kind::acquired);
-}
-
-void must_release(client_lock& l) {
-    const op_result r = l.release();
-    INFO(what(r));
-    REQUIRE(r.error == client_errc::ok);
-    REQUIRE(r.event.kind == lock_event_kind::released);
-}
 
 long long exists_in_db(redis_client& admin, int db, const std::string& key) {
     admin.command({"SELECT", std::to_string(db)});

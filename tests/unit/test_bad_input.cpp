@@ -25,6 +25,7 @@
 #include "edgelock/resp_decoder.hpp"
 #include "edgelock/resp_encoder.hpp"
 #include "edgelock/token.hpp"
+#include "unit/lock_helpers.hpp"
 
 using edgelock::duration;
 using edgelock::instant;
@@ -36,28 +37,14 @@ using edgelock::lock_mode;
 using edgelock::lock_state;
 using edgelock::owner_token;
 using edgelock::str_view;
+using edgelock_test::counter_random;
+using edgelock_test::reply;
+using edgelock_test::sent;
+using edgelock_test::take;
 
 namespace {
 
 constexpr char sentinel = '\x5a';
-
-// Deterministic bytes: a lock and its twin configured alike draw the same tokens.
-struct counter_random {
-    unsigned char next = 1;
-    bool fail = false;
-    static bool fill(void* ctx, void* buf, std::size_t n) {
-        auto* self = static_cast<counter_random*>(ctx);
-        if (self->fail) {
-            return false;
-        }
-        auto* p = static_cast<unsigned char*>(buf);
-        for (std::size_t i = 0; i < n; ++i) {
-            p[i] = self->next++;
-        }
-        return true;
-    }
-    edgelock::random_source source() { return {&counter_random::fill, this}; }
-};
 
 // A source that always delivers the same byte.
 struct constant_random {
@@ -70,31 +57,7 @@ struct constant_random {
 };
 
 edgelock::lock_options options(lock_mode mode = lock_mode::plain) {
-    edgelock::lock_options o;
-    o.mode = mode;
-    o.ttl = duration::millis(1000);
-    o.node_timeout = duration::millis(50);
-    return o;
-}
-
-struct sent {
-    std::string bytes;
-    std::uint32_t tag = 0;
-};
-
-sent take(edgelock::lock& l, std::uint8_t node) {
-    char buf[edgelock::lock_max_request];
-    const edgelock::lock_transmit t = l.poll_transmit(node, buf, sizeof buf);
-    REQUIRE(t.error == lock_errc::ok);
-    return sent{std::string(buf, t.size), t.tag};
-}
-
-void reply(edgelock::lock& l, std::uint8_t node, std::uint32_t tag, const std::string& resp,
-           instant now) {
-    edgelock::resp_node nodes[8];
-    const edgelock::resp_result r = edgelock::resp_decode_whole(resp.data(), resp.size(), nodes, 8);
-    REQUIRE(r.status == edgelock::resp_status::complete);
-    REQUIRE(l.on_reply(node, tag, nodes, r.nodes, now) == lock_errc::ok);
+    return edgelock_test::lock_test_options(mode);
 }
 
 std::string hex(const owner_token& t) {

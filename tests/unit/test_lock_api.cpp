@@ -8,6 +8,7 @@
 #include "edgelock/lock.hpp"
 #include "edgelock/lock_scripts.hpp"
 #include "edgelock/resp_decoder.hpp"
+#include "unit/lock_helpers.hpp"
 
 using edgelock::duration;
 using edgelock::instant;
@@ -15,52 +16,15 @@ using edgelock::lock_errc;
 using edgelock::lock_event_kind;
 using edgelock::lock_mode;
 using edgelock::lock_state;
+using edgelock_test::counter_random;
+using edgelock_test::reply;
+using edgelock_test::sent;
+using edgelock_test::take;
 
 namespace {
 
-struct counter_random {
-    unsigned char next = 1;
-    bool fail = false;
-    static bool fill(void* ctx, void* buf, std::size_t n) {
-        auto* self = static_cast<counter_random*>(ctx);
-        if (self->fail) {
-            return false;
-        }
-        auto* p = static_cast<unsigned char*>(buf);
-        for (std::size_t i = 0; i < n; ++i) {
-            p[i] = self->next++;
-        }
-        return true;
-    }
-    edgelock::random_source source() { return {&counter_random::fill, this}; }
-};
-
 edgelock::lock_options options() {
-    edgelock::lock_options o;
-    o.ttl = duration::millis(1000);
-    o.node_timeout = duration::millis(50);
-    return o;
-}
-
-struct sent {
-    std::string bytes;
-    std::uint32_t tag = 0;
-};
-
-sent take(edgelock::lock& l, std::uint8_t node) {
-    char buf[edgelock::lock_max_request];
-    const edgelock::lock_transmit t = l.poll_transmit(node, buf, sizeof buf);
-    REQUIRE(t.error == lock_errc::ok);
-    return sent{std::string(buf, t.size), t.tag};
-}
-
-// Feeds a RESP reply (text) to the machine.
-void reply(edgelock::lock& l, std::uint8_t node, std::uint32_t tag, const std::string& resp,
-           instant now) {
-    edgelock::resp_node nodes[8];
-    const edgelock::resp_result r = edgelock::resp_decode_whole(resp.data(), resp.size(), nodes, 8);
-    REQUIRE(r.status == edgelock::resp_status::complete);
-    REQUIRE(l.on_reply(node, tag, nodes, r.nodes, now) == lock_errc::ok);
+    return edgelock_test::lock_test_options();
 }
 
 }  // namespace
