@@ -94,6 +94,26 @@ pid_t spawn(const std::vector<std::string>& argv, int stdout_fd = -1) {
     return pid;
 }
 
+// One line (with its '\n') read from fd within timeout_ms; empty on EOF,
+// error or timeout. Only one line is ever pending here, so nothing is lost
+// by reading ahead.
+std::string read_line(int fd, std::int64_t timeout_ms) {
+    std::string line;
+    const std::int64_t deadline = now_ns() + ms_to_ns(timeout_ms);
+    while (line.find('\n') == std::string::npos && now_ns() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) > 0) {
+            char buf[256];
+            const ssize_t n = ::read(fd, buf, sizeof buf);
+            if (n <= 0) {
+                return std::string();
+            }
+            line.append(buf, static_cast<std::size_t>(n));
+        }
+    }
+    return line.find('\n') == std::string::npos ? std::string() : line;
+}
+
 // A fault proxy process and its control connection.
 class proxy {
 public:
@@ -106,19 +126,7 @@ public:
                       "--max-seconds", std::to_string(max_seconds), "--seed", std::to_string(seed)},
                      fds[1]);
         ::close(fds[1]);
-        std::string line;
-        const std::int64_t deadline = now_ns() + ms_to_ns(5000);
-        while (line.find('\n') == std::string::npos && now_ns() < deadline) {
-            pollfd p{fds[0], POLLIN, 0};
-            if (::poll(&p, 1, 100) > 0) {
-                char buf[64];
-                const ssize_t n = ::read(fds[0], buf, sizeof buf);
-                if (n <= 0) {
-                    break;
-                }
-                line.append(buf, static_cast<std::size_t>(n));
-            }
-        }
+        const std::string line = read_line(fds[0], 5000);
         ::close(fds[0]);
         unsigned listen = 0;
         unsigned control = 0;
@@ -141,25 +149,22 @@ public:
             static_cast<ssize_t>(line.size())) {
             return false;
         }
-        std::string reply;
-        const std::int64_t deadline = now_ns() + ms_to_ns(2000);
-        while (reply.find('\n') == std::string::npos && now_ns() < deadline) {
-            pollfd p{fd_, POLLIN, 0};
-            if (::poll(&p, 1, 100) > 0) {
-                char buf[256];
-                const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-                if (n <= 0) {
-                    return false;
-                }
-                reply.append(buf, static_cast<std::size_t>(n));
-            }
+        const std::string reply = read_line(fd_, 2000);
+        if (reply.empty()) {
+            // No answer in time: a late one would pair with the next command,
+            // so this control connection is done; later commands fail.
+            ::close(fd_);
+            fd_ = -1;
+            return false;
         }
         return reply.compare(0, 2, "OK") == 0;
     }
 
     void stop() {
         if (fd_ >= 0) {
-            command("quit");
+            command("quit");  // closes fd_ itself if the proxy does not answer
+        }
+        if (fd_ >= 0) {
             ::close(fd_);
             fd_ = -1;
         }
