@@ -1,92 +1,28 @@
 // Zero heap allocations in steady state, counted rather than assumed.
 //
-// This binary replaces malloc and friends with counting versions that forward
-// to the C library's own (glibc exports them as __libc_*), so every allocation
-// in the process is seen: the library's, the C library's on its behalf (the
-// resolver, stdio) and the test's. Counting is switched on only around the
-// cycles under test. It needs a dynamically linked glibc, so it is built for
-// the host only (the static cross builds cannot interpose malloc).
+// This binary links tools/alloc_count.cpp, which interposes malloc and friends,
+// so every allocation in the process is seen; counting is switched on only
+// around the cycles under test. It needs a dynamically linked glibc, so it is
+// built for the host only (the static cross builds cannot interpose malloc).
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdio>
-#include <new>
+#include <cstdlib>
 #include <string>
 
 #include "edgelock/client.hpp"
 #include "integration/redis_server.hpp"
-
-extern "C" {
-void* __libc_malloc(std::size_t size);
-void* __libc_calloc(std::size_t count, std::size_t size);
-void* __libc_realloc(void* p, std::size_t size);
-void* __libc_memalign(std::size_t alignment, std::size_t size);
-void __libc_free(void* p);
-}
-
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<unsigned long> allocations{0};
-
-void note() {
-    if (counting.load(std::memory_order_relaxed)) {
-        allocations.fetch_add(1, std::memory_order_relaxed);
-    }
-}
-}  // namespace
-
-extern "C" {
-void* malloc(std::size_t size) {
-    note();
-    return __libc_malloc(size);
-}
-void* calloc(std::size_t count, std::size_t size) {
-    note();
-    return __libc_calloc(count, size);
-}
-void* realloc(void* p, std::size_t size) {
-    note();
-    return __libc_realloc(p, size);
-}
-void* memalign(std::size_t alignment, std::size_t size) {
-    note();
-    return __libc_memalign(alignment, size);
-}
-void* aligned_alloc(std::size_t alignment, std::size_t size) {
-    note();
-    return __libc_memalign(alignment, size);
-}
-int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
-    note();
-    void* p = __libc_memalign(alignment, size);
-    if (p == nullptr) {
-        return 12;  // ENOMEM
-    }
-    *out = p;
-    return 0;
-}
-void free(void* p) {
-    __libc_free(p);
-}
-}
+#include "tools/alloc_count.hpp"
 
 using namespace edgelock;
 using edgelock_test::redis_server;
 
 namespace {
 
-struct counted_window {
-    counted_window() {
-        allocations = 0;
-        counting = true;
-    }
-    ~counted_window() { counting = false; }
-};
-
 unsigned long run_cycles(client_base& c, client_lock& l, int cycles, int& completed) {
     completed = 0;
-    counted_window w;
+    edgelock_test::alloc_window w;
     for (int i = 0; i < cycles; ++i) {
         if (l.try_acquire().event.kind != lock_event_kind::acquired) {
             break;
@@ -100,7 +36,7 @@ unsigned long run_cycles(client_base& c, client_lock& l, int cycles, int& comple
         ++completed;
     }
     (void)c;
-    const unsigned long seen = allocations;
+    const unsigned long seen = w.count();
     return seen;
 }
 
@@ -108,13 +44,17 @@ unsigned long run_cycles(client_base& c, client_lock& l, int cycles, int& comple
 
 TEST_CASE("the interposer sees allocations", "[alloc]") {
     unsigned long seen = 0;
+    std::size_t size = 0;
     {
-        counted_window w;
-        void* p = std::malloc(16);
+        edgelock_test::alloc_window w;
+        // Through volatile, so the compiler cannot pair the calls away.
+        void* volatile p = std::malloc(16);
         std::free(p);
         std::string s(100, 'x');  // operator new goes through malloc
-        seen = allocations;
+        size = s.size();
+        seen = w.count();
     }
+    CHECK(size == 100);
     CHECK(seen >= 2);
 }
 

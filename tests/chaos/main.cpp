@@ -39,6 +39,7 @@
 
 #include "chaos/chaos.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/proc.hpp"
 
 #ifndef EDGELOCK_CLI_PATH
 #error "EDGELOCK_CLI_PATH must name the edgelock agent"
@@ -65,123 +66,6 @@ std::string self_path() {
     const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
 }
-
-// Forks and execs argv in a new process group, dying with this process.
-pid_t spawn(const std::vector<std::string>& argv, int stdout_fd = -1) {
-    std::vector<std::string> args = argv;
-    std::vector<char*> av;
-    for (std::string& a : args) {
-        av.push_back(&a[0]);
-    }
-    av.push_back(nullptr);
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::setpgid(0, 0);
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) {
-            ::_exit(127);
-        }
-        if (stdout_fd >= 0) {
-            ::dup2(stdout_fd, 1);
-        }
-        ::execv(av[0], av.data());
-        ::_exit(127);
-    }
-    if (pid > 0) {
-        ::setpgid(pid, pid);
-    }
-    return pid;
-}
-
-// One line (with its '\n') read from fd within timeout_ms; empty on EOF,
-// error or timeout. Only one line is ever pending here, so nothing is lost
-// by reading ahead.
-std::string read_line(int fd, std::int64_t timeout_ms) {
-    std::string line;
-    const std::int64_t deadline = now_ns() + ms_to_ns(timeout_ms);
-    while (line.find('\n') == std::string::npos && now_ns() < deadline) {
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 100) > 0) {
-            char buf[256];
-            const ssize_t n = ::read(fd, buf, sizeof buf);
-            if (n <= 0) {
-                return std::string();
-            }
-            line.append(buf, static_cast<std::size_t>(n));
-        }
-    }
-    return line.find('\n') == std::string::npos ? std::string() : line;
-}
-
-// A fault proxy process and its control connection.
-class proxy {
-public:
-    bool start(std::uint16_t target, std::uint64_t seed, int max_seconds) {
-        int fds[2];
-        if (::pipe2(fds, O_CLOEXEC) != 0) {
-            return false;
-        }
-        pid_ = spawn({EDGELOCK_FAULT_PROXY_PATH, "--target", "127.0.0.1:" + std::to_string(target),
-                      "--max-seconds", std::to_string(max_seconds), "--seed", std::to_string(seed)},
-                     fds[1]);
-        ::close(fds[1]);
-        const std::string line = read_line(fds[0], 5000);
-        ::close(fds[0]);
-        unsigned listen = 0;
-        unsigned control = 0;
-        if (std::sscanf(line.c_str(), "%u %u", &listen, &control) != 2) {
-            return false;
-        }
-        port_ = static_cast<std::uint16_t>(listen);
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(static_cast<std::uint16_t>(control));
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        return ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    }
-
-    // Sends one control command; true on "OK".
-    bool command(const std::string& cmd) {
-        const std::string line = cmd + "\n";
-        if (::send(fd_, line.data(), line.size(), MSG_NOSIGNAL) !=
-            static_cast<ssize_t>(line.size())) {
-            return false;
-        }
-        const std::string reply = read_line(fd_, 2000);
-        if (reply.empty()) {
-            // No answer in time: a late one would pair with the next command,
-            // so this control connection is done; later commands fail.
-            ::close(fd_);
-            fd_ = -1;
-            return false;
-        }
-        return reply.compare(0, 2, "OK") == 0;
-    }
-
-    void stop() {
-        if (fd_ >= 0) {
-            command("quit");  // closes fd_ itself if the proxy does not answer
-        }
-        if (fd_ >= 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
-        if (pid_ > 0) {
-            ::kill(pid_, SIGTERM);
-            ::waitpid(pid_, nullptr, 0);
-            pid_ = -1;
-        }
-    }
-    ~proxy() { stop(); }
-    std::uint16_t port() const { return port_; }
-
-private:
-    pid_t pid_ = -1;
-    int fd_ = -1;
-    std::uint16_t port_ = 0;
-};
 
 struct options {
     int nodes = 5;
@@ -257,7 +141,7 @@ private:
     options o_;
     std::mt19937_64 rng_;
     std::vector<std::unique_ptr<edgelock_test::redis_server>> servers_;
-    std::vector<std::unique_ptr<proxy>> proxies_;
+    std::vector<std::unique_ptr<edgelock_test::fault_proxy>> proxies_;
     std::vector<pid_t> workers_;
     std::vector<active_fault> active_;
     holders table_;
@@ -422,9 +306,9 @@ int chaos_run::run() {
     const int proxy_seconds = o_.seconds + 300;  // the proxies stop by themselves
     for (int n = 0; n < o_.nodes; ++n) {
         servers_.push_back(std::make_unique<edgelock_test::redis_server>());
-        proxies_.push_back(std::make_unique<proxy>());
-        if (!proxies_.back()->start(servers_.back()->port(), o_.seed + static_cast<unsigned>(n),
-                                    proxy_seconds)) {
+        proxies_.push_back(std::make_unique<edgelock_test::fault_proxy>());
+        if (!proxies_.back()->start(EDGELOCK_FAULT_PROXY_PATH, servers_.back()->port(),
+                                    o_.seed + static_cast<unsigned>(n), proxy_seconds)) {
             std::fprintf(stderr, "edgelock_chaos: the fault proxy did not start\n");
             return 2;
         }
@@ -445,7 +329,7 @@ int chaos_run::run() {
         if (!library) {
             argv.insert(argv.end(), {"--cli", EDGELOCK_CLI_PATH, "--self", self});
         }
-        const pid_t pid = spawn(argv);
+        const pid_t pid = edgelock_test::spawn(argv);
         if (pid < 0) {
             std::fprintf(stderr, "edgelock_chaos: fork: %s\n", std::strerror(errno));
             return 2;
