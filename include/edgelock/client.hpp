@@ -24,9 +24,12 @@
 // Event-loop use (a daemon that owns its loop): register the fds from
 // c.wanted(), sleep until c.next_deadline(), then call c.on_ready(fd, events)
 // or c.on_timeout(); start operations with job.start_acquire() and friends and
-// learn their outcome from the lock's callback. The set of fds changes when
-// connections are made or dropped: ask wanted() again after every call (and
-// re-register: a closed fd's number can come back for a new connection).
+// learn their outcome from the lock's callback. A started operation goes out
+// at the client's next call (next_deadline() is then now), so starting many
+// locks in a row costs one pass over them, not one each. The set of fds
+// changes when connections are made or dropped: ask wanted() and
+// next_deadline() again after every call (and re-register: a closed fd's
+// number can come back for a new connection).
 //
 // Nothing runs behind your back: the watchdog renews, reconnects happen and
 // callbacks fire only inside the client's calls (blocking operations,
@@ -404,6 +407,8 @@ public:
     client_errc resume(const owner_token& token) noexcept;
 
     // --- event-loop API: starts the operation; the callback tells the outcome ---
+    // The request goes out at the client's next call (on_timeout() at
+    // next_deadline(), which is now, or on_ready()).
     client_errc start_acquire(std::uint32_t max_tries, duration wait) noexcept;
     client_errc start_renew() noexcept;
     // Also cancels an acquisition that is waiting for its nodes to connect.

@@ -638,10 +638,15 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
 void client_base::fill(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     for (client_lock* l = locks_; l != nullptr; l = l->next_) {
-        while (c.fifo_count < EDGELOCK_CLIENT_PIPELINE &&
-               sizeof c.tx - c.tx_size >= lock_max_request) {
+        while (c.fifo_count < EDGELOCK_CLIENT_PIPELINE) {
+            // Fill the buffer to the brim: a request that does not fit is
+            // left with its machine (nothing written) until the buffer has
+            // gone out. An empty buffer always holds one (lock_max_request).
             const lock_transmit t =
                 l->machine_.poll_transmit(n, c.tx + c.tx_size, sizeof c.tx - c.tx_size);
+            if (t.error == lock_errc::buffer_too_small) {
+                return;
+            }
             if (t.error != lock_errc::ok || t.size == 0) {
                 break;
             }
@@ -658,7 +663,8 @@ void client_base::read(std::uint8_t n, instant now) noexcept {
             fail(n, node_error::reply_too_large, 0, now);
             return;
         }
-        const port::net_result r = port::recv(c.fd, c.rx + c.rx_size, sizeof c.rx - c.rx_size);
+        const std::size_t space = sizeof c.rx - c.rx_size;
+        const port::net_result r = port::recv(c.fd, c.rx + c.rx_size, space);
         if (r.status == port::net_status::would_block) {
             return;
         }
@@ -668,6 +674,12 @@ void client_base::read(std::uint8_t n, instant now) noexcept {
         }
         c.rx_size += r.size;
         process_replies(n, now);
+        // A short read took everything the socket had: stop rather than pay
+        // a system call for the would-block. Data arriving later makes the fd
+        // readable again (level- and edge-triggered waits both report it).
+        if (r.size < space) {
+            return;
+        }
     }
 }
 
@@ -1250,11 +1262,10 @@ client_errc client_lock::start(op kind, std::uint32_t max_tries, duration wait) 
         return client_errc::not_attached;
     }
     const instant now = port::now();
-    if (!client_->in_callback_) {
-        // Bring the machine up to date first: a lock whose validity ended while
-        // nobody drove the client is lost, not busy.
-        client_->service(now);
-    } else if (machine_.next_deadline() <= now) {
+    // Bring the machine up to date first: a lock whose validity ended while
+    // nobody drove the client is lost, not busy. Only this lock: a full
+    // service here would make starting n locks cost n^2.
+    if (machine_.next_deadline() <= now) {
         machine_.on_timeout(now);
         client_->pump_events(*this, now);
     }
@@ -1305,9 +1316,8 @@ client_errc client_lock::start(op kind, std::uint32_t max_tries, duration wait) 
     pending_ = kind;
     pending_since_ = now;
     running_ = op::none;
-    if (!client_->in_callback_) {
-        client_->service(now);
-    }
+    // The operation begins at the client's next call: next_deadline() is now.
+    // Starting many locks in a row therefore costs one service, not one each.
     return client_errc::ok;
 }
 
@@ -1367,6 +1377,7 @@ op_result client_lock::run(op kind, std::uint32_t max_tries, duration wait) noex
         waiter_ = nullptr;
         return out;
     }
+    client_->service(port::now());  // sends it now, before the first wait
     if (kind == op::release && pending_ == op::none && running_ == op::none && waiter_ == &out) {
         // A release that only cancelled an acquisition not yet started.
         waiter_ = nullptr;

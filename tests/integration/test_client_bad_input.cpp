@@ -433,6 +433,8 @@ TEST_CASE("client bad input: a refused acquire leaves a pending acquisition's re
     rec.listen(l);
     REQUIRE(l.attach(c, name, options(10000, 500), no_watchdog()) == client_errc::ok);
     REQUIRE(l.start_acquire(1, duration{}) == client_errc::ok);  // one try
+    REQUIRE(c.node(0).state == node_state::down);  // nothing happens before the next call
+    c.on_timeout();                                // which starts connecting
     const node_state s = c.node(0).state;
     INFO("node 0: " << describe(s));
     REQUIRE(l.state() == lock_state::idle);  // started, not yet handed to the machine
