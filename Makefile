@@ -47,7 +47,6 @@ test: deps
 	@$(MAKE) --no-print-directory test-aarch64
 	@$(MAKE) --no-print-directory test-armhf
 	@$(MAKE) --no-print-directory fuzz-smoke
-	@sh tests/tools/core_size.sh
 	@echo "make test: all checks passed"
 
 host-build:
@@ -138,11 +137,16 @@ fuzz-smoke: fuzz-build
 	bash tests/tools/run_fuzz.sh $(FUZZ) $(FUZZ_SMOKE_SECONDS)
 
 # --- benchmarks ------------------------------------------------------------------
+# Every benchmark, side by side with its peer (hiredis, redis-benchmark), then
+# BENCHMARKS.md rewritten with the figures. hiredis and valgrind are for the
+# benchmarks only: installed here, not by make test.
 bench:
-	cmake -S . -B $(BUILD)/bench -DCMAKE_BUILD_TYPE=Release -DEDGELOCK_TESTS=OFF $(CMAKE_ARGS)
+	@sh tests/tools/deps.sh libhiredis-dev valgrind
+	cmake -S . -B $(BUILD)/bench -DCMAKE_BUILD_TYPE=Release -DEDGELOCK_TESTS=OFF \
+	    -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_CLI=OFF -DEDGELOCK_INSTALL=OFF \
+	    -DEDGELOCK_BENCH_REQUIRE_PEERS=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD)/bench -j $(JOBS)
-	@for b in $(BUILD)/bench/tests/bench/bench_*; do [ -x "$$b" ] && "$$b"; done
-	@sh tests/tools/core_size.sh
+	JOBS=$(JOBS) sh tests/bench/run.sh $(BUILD)
 
 # --- the demo: agents taking turns on local redis-servers it starts itself ------
 demo: deps

@@ -1,0 +1,87 @@
+#include "bench/bench_common.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "integration/redis_server.hpp"
+
+#ifndef EDGELOCK_FAULT_PROXY_PATH
+#error "EDGELOCK_FAULT_PROXY_PATH must name the fault proxy"
+#endif
+
+namespace edgelock_bench {
+
+std::int64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void fail(const char* name, const std::string& message) {
+    std::fprintf(stderr, "%s: %s\n", name, message.c_str());
+    std::exit(1);
+}
+
+summary summarize(std::vector<std::int64_t> samples_ns) {
+    summary s;
+    if (samples_ns.empty()) {
+        return s;
+    }
+    std::sort(samples_ns.begin(), samples_ns.end());
+    const std::size_t n = samples_ns.size();
+    // Nearest rank: the smallest sample with at least p% of samples at or below it.
+    auto rank = [&](double p) {
+        std::size_t r = static_cast<std::size_t>(p / 100.0 * static_cast<double>(n) + 0.999999);
+        r = std::max<std::size_t>(r, 1);
+        return static_cast<double>(samples_ns[std::min(r, n) - 1]) / 1e6;
+    };
+    double sum = 0;
+    for (std::int64_t v : samples_ns) {
+        sum += static_cast<double>(v);
+    }
+    s.count = n;
+    s.min_ms = static_cast<double>(samples_ns.front()) / 1e6;
+    s.p50_ms = rank(50);
+    s.p90_ms = rank(90);
+    s.p99_ms = rank(99);
+    s.max_ms = static_cast<double>(samples_ns.back()) / 1e6;
+    s.mean_ms = sum / static_cast<double>(n) / 1e6;
+    return s;
+}
+
+long long info_field(std::uint16_t port, const std::string& field) {
+    try {
+        edgelock_test::redis_client c(port, 2.0);
+        const edgelock_test::reply r = c.command({"INFO", "all"});
+        const std::string key = field + ":";
+        std::size_t at = 0;
+        while ((at = r.text.find(key, at)) != std::string::npos) {
+            if (at == 0 || r.text[at - 1] == '\n') {
+                return std::atoll(r.text.c_str() + at + key.size());
+            }
+            at += key.size();
+        }
+    } catch (const std::exception&) {
+    }
+    return -1;
+}
+
+const char* fault_proxy_program() {
+    return EDGELOCK_FAULT_PROXY_PATH;
+}
+
+std::string format(const char* fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+}  // namespace edgelock_bench
