@@ -1,6 +1,12 @@
 #include "bench/bench_common.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdarg>
@@ -69,6 +75,54 @@ long long info_field(std::uint16_t port, const std::string& field) {
     } catch (const std::exception&) {
     }
     return -1;
+}
+
+std::vector<std::int64_t> ping_round_trips(const char* program, std::uint16_t port, int count) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) {
+        fail(program, "socket() failed");
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    timeval tv{};
+    tv.tv_sec = 2;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        ::close(fd);
+        fail(program, "PING connection failed");
+    }
+    static const char ping[] = "PING\r\n";
+    static const char pong[] = "+PONG\r\n";
+    std::vector<std::int64_t> samples;
+    samples.reserve(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+        const std::int64_t t0 = now_ns();
+        if (::write(fd, ping, sizeof ping - 1) != static_cast<ssize_t>(sizeof ping - 1)) {
+            ::close(fd);
+            fail(program, "PING write failed");
+        }
+        char buf[16];
+        std::size_t got = 0;
+        while (got < sizeof pong - 1) {
+            const ssize_t n = ::read(fd, buf + got, sizeof buf - got);
+            if (n <= 0) {
+                ::close(fd);
+                fail(program, "PING read failed");
+            }
+            got += static_cast<std::size_t>(n);
+        }
+        samples.push_back(now_ns() - t0);
+        if (std::string(buf, got) != pong) {
+            ::close(fd);
+            fail(program, "unexpected PING reply");
+        }
+    }
+    ::close(fd);
+    return samples;
 }
 
 const char* fault_proxy_program() {

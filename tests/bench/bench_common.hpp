@@ -39,6 +39,10 @@ summary summarize(std::vector<std::int64_t> samples_ns);
 // connection; -1 when the server or the field is not there.
 long long info_field(std::uint16_t port, const std::string& field);
 
+// Round trips of PING, one at a time on one blocking loopback connection
+// (nanoseconds each): the least any request costs. Fails on any error.
+std::vector<std::int64_t> ping_round_trips(const char* program, std::uint16_t port, int count);
+
 // The fault proxy program built next to the benchmarks.
 const char* fault_proxy_program();
 

@@ -62,55 +62,6 @@ constexpr int renew_rounds = 10;
 constexpr int ping_count = 2000;
 constexpr int wakeup_calls = 2000;
 
-// Round trips of PING on one blocking socket: the least any request costs.
-std::vector<std::int64_t> ping_round_trips(std::uint16_t port, int count) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) {
-        fail(program, "socket() failed");
-    }
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    timeval tv{};
-    tv.tv_sec = 2;
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        ::close(fd);
-        fail(program, "PING connection failed");
-    }
-    static const char ping[] = "PING\r\n";
-    static const char pong[] = "+PONG\r\n";
-    std::vector<std::int64_t> samples;
-    samples.reserve(static_cast<std::size_t>(count));
-    for (int i = 0; i < count; ++i) {
-        const std::int64_t t0 = now_ns();
-        if (::write(fd, ping, sizeof ping - 1) != static_cast<ssize_t>(sizeof ping - 1)) {
-            ::close(fd);
-            fail(program, "PING write failed");
-        }
-        char buf[16];
-        std::size_t got = 0;
-        while (got < sizeof pong - 1) {
-            const ssize_t n = ::read(fd, buf + got, sizeof buf - got);
-            if (n <= 0) {
-                ::close(fd);
-                fail(program, "PING read failed");
-            }
-            got += static_cast<std::size_t>(n);
-        }
-        samples.push_back(now_ns() - t0);
-        if (std::string(buf, got) != pong) {
-            ::close(fd);
-            fail(program, "unexpected PING reply");
-        }
-    }
-    ::close(fd);
-    return samples;
-}
-
 // Events of all locks, by kind; anything but the expected kind is a failure.
 // With fan_out set, the first lock's `renewed` event starts the renewal of
 // all the others from inside the callback.
@@ -369,7 +320,7 @@ int run() {
     std::fprintf(stderr, "%s: redis-server on port %u\n", program, port);
 
     const edgelock_bench::summary rtt =
-        edgelock_bench::summarize(ping_round_trips(port, ping_count));
+        edgelock_bench::summarize(edgelock_bench::ping_round_trips(program, port, ping_count));
     const double rtt_ms = rtt.p50_ms;
     std::fprintf(stderr, "%s: PING round trip p50 %.1f us\n", program, rtt_ms * 1000.0);
 
