@@ -23,8 +23,12 @@
 namespace edgelock {
 namespace port {
 
-// The monotonic clock (CLOCK_MONOTONIC on POSIX). Never goes back; its origin
-// is arbitrary, so only differences mean anything.
+// The monotonic clock. Never goes back; its origin is arbitrary, so only
+// differences mean anything. It must count time spent suspended: a lock's
+// keys expire on the server while the device sleeps, and a clock that stood
+// still would report a lock as held long after it was gone. The POSIX port
+// uses CLOCK_BOOTTIME where it exists (Linux), CLOCK_MONOTONIC elsewhere
+// (whether that counts suspend depends on the platform: check yours).
 instant now() noexcept;
 
 // Fills buf with size bytes from the platform's CSPRNG. Returns false, with

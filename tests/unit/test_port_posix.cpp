@@ -1,6 +1,13 @@
 // The POSIX port: monotonic clock and CSPRNG.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 #include "edgelock/port.hpp"
@@ -18,6 +25,88 @@ TEST_CASE("port posix: the clock is monotonic and moves", "[port]") {
         b = c;
     }
     REQUIRE(b > a);
+}
+
+namespace {
+
+std::uint64_t clock_us(clockid_t id) {
+    timespec ts{};
+    clock_gettime(id, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u +
+           static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
+}
+
+#if defined(__linux__) && defined(CLONE_NEWTIME)
+// In a new time namespace whose CLOCK_BOOTTIME is 1000 s ahead of its
+// CLOCK_MONOTONIC (as after 1000 s of suspend), how far port::now() is ahead
+// of CLOCK_MONOTONIC, in seconds; -1 when no such namespace can be made here.
+long long seconds_ahead_after_a_simulated_suspend() {
+    int p[2];
+    if (pipe(p) != 0) {
+        return -1;
+    }
+    const pid_t outer = fork();
+    if (outer == 0) {
+        // Only children made after the offsets are written live in the namespace.
+        const int fd =
+            unshare(CLONE_NEWTIME) == 0 ? open("/proc/self/timens_offsets", O_WRONLY) : -1;
+        const char offsets[] = "boottime 1000 0\n";
+        if (fd < 0 || write(fd, offsets, sizeof offsets - 1) != sizeof offsets - 1) {
+            _exit(2);
+        }
+        close(fd);
+        const pid_t inner = fork();
+        if (inner == 0) {
+            const std::uint64_t now = port::now().us;
+            const std::uint64_t mono = clock_us(CLOCK_MONOTONIC);
+            const long long ahead = static_cast<long long>(now - mono) / 1000000;
+            _exit(write(p[1], &ahead, sizeof ahead) == sizeof ahead ? 0 : 3);
+        }
+        int st = 0;
+        waitpid(inner, &st, 0);
+        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 4);
+    }
+    close(p[1]);
+    int st = 0;
+    waitpid(outer, &st, 0);
+    long long ahead = -1;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
+        read(p[0], &ahead, sizeof ahead) != sizeof ahead) {
+        ahead = -1;
+    }
+    close(p[0]);
+    return ahead;
+}
+#else
+long long seconds_ahead_after_a_simulated_suspend() {
+    return -1;
+}
+#endif
+
+}  // namespace
+
+TEST_CASE("port posix: the clock counts time spent suspended", "[port]") {
+#ifdef CLOCK_BOOTTIME
+    const long long ahead = seconds_ahead_after_a_simulated_suspend();
+    if (ahead >= 0) {
+        // CLOCK_MONOTONIC would be 0 s ahead of itself.
+        CHECK(ahead >= 999);
+        CHECK(ahead <=
+              1001 + static_cast<long long>((clock_us(CLOCK_BOOTTIME) - clock_us(CLOCK_MONOTONIC)) /
+                                            1000000));
+    } else {
+        WARN(
+            "no time namespace here (needs Linux 5.6 and CAP_SYS_ADMIN): only compared with "
+            "CLOCK_BOOTTIME, which equals CLOCK_MONOTONIC on a machine that never slept");
+    }
+    const std::uint64_t before = clock_us(CLOCK_BOOTTIME);
+    const std::uint64_t now = port::now().us;
+    const std::uint64_t after = clock_us(CLOCK_BOOTTIME);
+    CHECK(now >= before);
+    CHECK(now <= after);
+#else
+    WARN("no CLOCK_BOOTTIME on this platform: the port uses CLOCK_MONOTONIC");
+#endif
 }
 
 TEST_CASE("port posix: random bytes fill the buffer and differ between calls", "[port]") {
