@@ -21,7 +21,8 @@
 // may be pipelined on one connection; the machine never assumes one request
 // outstanding. Every request carries a tag that the driver hands back with its
 // reply; a reply whose round has already been decided is "late" and ignored,
-// except that a late successful acquire is undone on that node.
+// except that a late successful acquire is undone on that node (in reentrant
+// mode not after `lost`: see below).
 //
 // Keys: the lock for `name` lives at `{name}` and its fencing counter at
 // `{name}:fence`. The braces are a Redis Cluster hash tag: lock and counter
@@ -34,6 +35,16 @@
 //   reentrant - Redisson's hash `{name} -> {owner: holds}`: lock objects with
 //               the same owner string (agent id + task id) nest; each releases
 //               its own hold. One lock object holds at most once at a time.
+//               A release decrements the owner's field, which names no
+//               acquisition: sent after the hold it was meant for has expired,
+//               it takes a later hold of the same owner. So once a lock is
+//               lost it sends nothing more: no cleanup is queued, cleanups
+//               not yet sent are dropped, and a late successful acquire is
+//               not undone. For the same reason a decrement still waiting
+//               for a node is dropped when that node's connection breaks. Those increments are left
+//               to expire with the ttl; until then they count among the owner's holds (another lock
+//               of the owner renewing the key keeps them alive, and the key
+//               can outlive its release by up to one ttl).
 //   fenced    - every acquisition yields a fencing token strictly greater than
 //               any issued before for the name. One node: INCR inside the
 //               acquire script. Several: round 1 acquires and reads each
@@ -55,7 +66,9 @@
 // renewed {validity deadline}, renew_failed (at risk, retrying), released, lost. The lock is yours
 // only until the validity deadline (the ttl minus the time the round took minus drift), and
 // renewing in time moves it; when renew cannot win a quorum before it, `lost` is reported at the
-// deadline at the latest.
+// deadline at the latest. After `lost` nothing is sent that could change a later hold of the same
+// owner: plain and fenced cleanups compare-and-delete the lost acquisition's own token and still
+// go out; reentrant mode sends nothing more for it (pending_send() is none on every node).
 #pragma once
 
 #include <cstddef>
@@ -297,6 +310,7 @@ private:
     void renew_round_failed(instant now) noexcept;
     void become_lost(lock_failure reason) noexcept;
     void queue_cleanup_all() noexcept;
+    void drop_cleanups() noexcept;
     void close_round() noexcept;
     void count_vote(slot& s, vote v) noexcept;
     void handle_late(slot& s, req kind, std::uint32_t round, bool success) noexcept;
@@ -336,6 +350,7 @@ private:
     lock_state state_ = lock_state::unconfigured;
     std::uint8_t refused_ = 0;   // nodes that said busy (acquire) or not ours (renew)
     std::uint8_t released_ = 0;  // release: nodes that deleted our key
+    bool lost_ = false;          // the current acquisition ended in lost
     slot slots_[lock_max_nodes];
 };
 

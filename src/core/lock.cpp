@@ -6,6 +6,14 @@
 // round, or of a late success) travel outside rounds, ahead of anything else
 // for the node, so on a FIFO connection they always land before the next
 // round's acquire.
+//
+// After `lost` nothing is sent that could change a later hold of the same
+// owner. A plain or fenced cleanup compare-and-deletes the lost acquisition's
+// own random token, so it still goes out. A reentrant one decrements the
+// owner's field: by the time it lands (the driver may hold it while the node is
+// down, and serve a newer lock of the same owner first) the field may count
+// that newer lock's hold only, which it would then delete. So in reentrant
+// mode a lost acquisition sends nothing more, and its increments expire.
 #include "edgelock/lock.hpp"
 
 #include "edgelock/lock_scripts.hpp"
@@ -235,6 +243,7 @@ lock_errc lock::acquire(instant now) noexcept {
         return lock_errc::random_failed;
     }
     token_ = fresh;
+    lost_ = false;
     acquisition_round_ = round_ + 1;
     tries_left_ = options_.max_tries;
     wait_deadline_ = now + options_.wait;
@@ -381,9 +390,23 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     push_event(ev);
 }
 
+void lock::drop_cleanups() noexcept {
+    for (std::uint8_t i = 0; i < node_count_; ++i) {
+        // One already out cannot be called back; it is not resent either.
+        slot& s = slots_[i];
+        s.flags = static_cast<std::uint8_t>(s.flags &
+                                            ~(slot_cleanup | slot_cleanup_resent | slot_holder));
+    }
+}
+
 void lock::become_lost(lock_failure reason) noexcept {
     close_round();
-    queue_cleanup_all();
+    if (options_.mode == lock_mode::reentrant) {
+        drop_cleanups();  // see the top of this file: let the old hold expire
+    } else {
+        queue_cleanup_all();
+    }
+    lost_ = true;
     state_ = lock_state::idle;
     retry_at_ = instant::never();
     holds_ = 0;
@@ -512,6 +535,11 @@ void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noe
     if (options_.mode == lock_mode::reentrant) {
         if (held() && round == (held_round_ & round_mask)) {
             s.flags = static_cast<std::uint8_t>(s.flags | slot_holder);
+            return;
+        }
+        if (lost_) {
+            // Not after lost: the decrement would land on whatever hold the
+            // owner has by then. This increment expires with the ttl.
             return;
         }
         // An increment of a round that did not win: take it back.
@@ -651,6 +679,13 @@ lock_errc lock::on_disconnected(std::uint8_t node, instant now) noexcept {
         return lock_errc::bad_node;
     }
     slot& s = slots_[node];
+    if (options_.mode == lock_mode::reentrant && (s.flags & slot_cleanup) != 0) {
+        // A decrement waiting for a node whose connection broke: by the time
+        // a new connection carries it, the node may have restarted without our
+        // increment, and a newer hold of the owner may be there instead (the
+        // driver may serve that lock first). Our increment expires with the ttl.
+        s.flags = static_cast<std::uint8_t>(s.flags & ~slot_cleanup);
+    }
     if ((s.flags & slot_cleanup_out) != 0) {
         // Anything sent after the cleanup was lost with it (and counts as
         // "no"), so the resend is again first on the new connection.

@@ -1,7 +1,8 @@
 // The driver (client<N>, client_lock) against real redis-server processes:
 // mutual exclusion, expiry, renew and the watchdog, AUTH, ACL users, SELECT,
 // Unix sockets, the NOSCRIPT fallback, Redlock with dead and frozen nodes,
-// reconnects, RESP3, the event-loop API, configuration errors and pipelining.
+// reconnects (and a reentrant lock lost across a restart), RESP3, the
+// event-loop API, configuration errors and pipelining.
 //
 // Timing checks are sanity bounds several times what a run needs, so a slow
 // machine does not fail them; the throughput test is hidden ("[.bench]").
@@ -797,6 +798,80 @@ TEST_CASE("client: reconnects to a restarted server", "[integration][client]") {
     redis_client admin(srv.port());
     CHECK(admin.command({"GET", key_of(name)}).text == token_hex(l));
     must_release(l);
+}
+
+TEST_CASE("client: a lost reentrant lock leaves a later hold of its owner alone",
+          "[integration][client][reentrant]") {
+    // A (owner task-42) holds; the server is killed and comes
+    // back empty; A is lost at its validity deadline; B, another lock of the
+    // same owner on the same client, acquires. The client serves newer locks
+    // first, so anything A still had queued (a release is a decrement of the
+    // owner's field) would go out right behind B's acquire and take B's hold.
+    redis_server srv;
+    const char* name = "client-reentrant-lost";
+    const std::string key = key_of(name);
+    url_list urls({tcp_url(srv)});
+    client_options co;
+    co.reconnect_min = duration::millis(20);
+    co.reconnect_max = duration::millis(50);
+    client<1> c;
+    configure(c, urls, co);
+    lock_options o = options(1000, 100, lock_mode::reentrant);
+    o.owner = "task-42";
+    client_lock a;
+    recorder rec;
+    rec.listen(a);
+    REQUIRE(a.attach(c, name, o) == client_errc::ok);
+    must_acquire(a);
+    {
+        redis_client admin(srv.port());
+        REQUIRE(admin.command({"HGET", key, "task-42"}).text == "1");
+    }
+
+    srv.kill();
+    const instant killed = port::now();
+    while (rec.count(lock_event_kind::lost) == 0 && port::now() < killed + duration::seconds(3)) {
+        REQUIRE(c.run_for(duration::millis(20)) == client_errc::ok);
+    }
+    {
+        INFO("A's events: " << rec.list());
+        REQUIRE(rec.count(lock_event_kind::lost) == 1);
+        CHECK(a.last_event().reason == lock_failure::validity_ended);
+        CHECK_FALSE(a.held());
+    }
+
+    // Back, empty. Not driven meanwhile, and past the reconnect backoff: B's
+    // acquire waits for the new connection and goes out first on it.
+    srv.restart();
+    sleep_ms(100);
+    client_lock b;
+    REQUIRE(b.attach(c, name, o) == client_errc::ok);
+    const op_result rb = b.try_acquire();
+    {
+        INFO(what(rb) << "; node: " << what(c.node(0)));
+        REQUIRE(rb.error == client_errc::ok);
+        REQUIRE(rb.event.kind == lock_event_kind::acquired);
+        CHECK(rb.event.holds == 1);
+    }
+    // Whatever A still has goes out now.
+    REQUIRE(c.run_for(duration::millis(300)) == client_errc::ok);
+
+    redis_client admin(srv.port());
+    CHECK(admin.command({"EXISTS", key}).integer == 1);
+    CHECK(admin.command({"HGET", key, "task-42"}).text == "1");
+    CHECK(b.held());
+    lock_options other_o = o;
+    other_o.owner = "task-7";
+    client_lock other;
+    REQUIRE(other.attach(c, name, other_o) == client_errc::ok);
+    const op_result ro = other.try_acquire();
+    INFO(what(ro));
+    REQUIRE(ro.error == client_errc::ok);
+    CHECK(ro.event.kind == lock_event_kind::busy);
+    CHECK(admin.command({"HEXISTS", key, "task-7"}).integer == 0);
+
+    must_release(b);
+    CHECK(admin.command({"EXISTS", key}).integer == 0);
 }
 
 TEST_CASE("client: RESP3 via HELLO 3", "[integration][client]") {
