@@ -38,8 +38,12 @@
 //
 // Connections: set up on first use and after a failure, with an exponential
 // backoff between attempts. Set-up pipelines AUTH (or HELLO 3 AUTH), SELECT,
-// CLIENT SETNAME and SCRIPT LOAD of the lock scripts. A node whose set-up
-// failed reports why through node(i): connection refused, wrong password, ...
+// CLIENT SETNAME, INFO replication, INFO memory and SCRIPT LOAD of the lock
+// scripts. A node whose set-up failed reports why through node(i): connection
+// refused, wrong password, a replica (a lock needs a master), ... A master
+// that may evict lock keys is used, with node(i).warning set. An error reply
+// to a lock request (READONLY, OOM, NOPERM, ...) counts as that node's "no"
+// and shows in node(i) with the server's text, the connection kept.
 // Host names are resolved on every connect, by the system resolver, which
 // blocks; numeric addresses never touch it.
 //
@@ -150,7 +154,7 @@ enum class node_state : std::uint8_t {
     down,        // no connection; a new one is made on the next operation
     backoff,     // the last attempt failed; no new one before the backoff ends
     connecting,  // TCP (or Unix socket) connect in progress
-    handshake,   // AUTH / SELECT / HELLO / SETNAME / SCRIPT LOAD sent
+    handshake,   // AUTH / SELECT / HELLO / SETNAME / INFO / SCRIPT LOAD sent
     ready,
 };
 
@@ -174,15 +178,47 @@ enum class node_error : std::uint8_t {
     reset,             // the connection broke (reset, broken pipe)
     stalled,           // no reply for stall_timeout
     io_error,          // any other socket error (see code)
+    replica,           // INFO replication says role:slave (message: its master, if given)
+    server_error,      // the server refused a lock request: READONLY, OOM, NOPERM... (see
+                       // message); the connection stays up
 };
 
 const char* describe(node_error error) noexcept;
 
+// What a node's set-up found that does not stop a lock but weakens it.
+enum class node_warning : std::uint8_t {
+    none = 0,
+    may_evict,  // maxmemory with an allkeys-* or volatile-* policy: a lock key may be evicted
+};
+
+const char* describe(node_warning warning) noexcept;
+
+// Bytes of a node's maxmemory policy name kept for node(i) (Redis's longest
+// has 15; a longer one is cut).
+constexpr std::size_t node_policy_capacity = 24;
+
+// A node as the client sees it now.
+//
+// error and message are the latest reason, whichever came last: a connection
+// that failed or was dropped (error stays until a new connection's set-up
+// succeeds, which resets it to none), or, on a ready connection, an error
+// reply to a lock request (server_error, with the server's text; the
+// connection is kept). The next lock reply that is not an error resets
+// server_error to none: it tells the state of the latest request, not a
+// history. A NOSCRIPT that the lock retries with EVAL may show until the
+// retry's reply comes.
+//
+// warning and maxmemory_policy come from the set-up of the current (or last)
+// connection: INFO memory, read again on every new connection. A node whose
+// INFO is refused (an ACL without +info), or too long to buffer, is not
+// failed for it: its policy is then empty and it has no warning.
 struct node_info {
     node_state state = node_state::down;
     node_error error = node_error::none;
     int code = 0;      // the platform's error number behind the error, if any
     str_view message;  // the server's error text (truncated), or empty
+    node_warning warning = node_warning::none;
+    str_view maxmemory_policy;  // as INFO memory gave it (truncated), or empty: unknown
 };
 
 // The outcome of a blocking operation.
@@ -235,10 +271,15 @@ struct connection {
     std::size_t rx_size = 0;
     std::size_t tx_size = 0;
     std::size_t message_size = 0;
+    // Bytes still to throw away of a set-up INFO reply too long for rx.
+    std::size_t skip = 0;
+    node_warning warning = node_warning::none;
+    std::uint8_t policy_size = 0;
     pending_reply fifo[EDGELOCK_CLIENT_PIPELINE];
     char rx[EDGELOCK_CLIENT_RX_BUFFER];
     char tx[EDGELOCK_CLIENT_TX_BUFFER];
     char message[EDGELOCK_CLIENT_MESSAGE];
+    char policy[node_policy_capacity];
 };
 
 }  // namespace detail
@@ -336,6 +377,7 @@ private:
     void transmit(std::uint8_t n, instant now) noexcept;
     void read(std::uint8_t n, instant now) noexcept;
     void process_replies(std::uint8_t n, instant now) noexcept;
+    bool skip_info(std::uint8_t n, std::size_t pos, instant now) noexcept;
     void pump_events(client_lock& l, instant now) noexcept;
     void notify(client_lock& l, const lock_event& ev) noexcept;
     void begin(client_lock& l, instant now) noexcept;

@@ -11,6 +11,7 @@
 
 #include "edgelock/lock_scripts.hpp"
 #include "edgelock/resp_encoder.hpp"
+#include "edgelock/server_info.hpp"
 
 namespace edgelock {
 
@@ -21,7 +22,9 @@ enum : std::uint32_t {
     step_auth = 0,  // HELLO 3 [AUTH] [SETNAME], or AUTH
     step_select,
     step_setname,
-    step_script,  // + i for lock_scripts_all[i]
+    step_info_replication,  // a replica fails the node
+    step_info_memory,       // an evicting policy is a warning
+    step_script,            // + i for lock_scripts_all[i]
     step_end = step_script + lock_scripts_count,
     step_command = 0xfffffffeu,  // the reply to command()
     step_discard = 0xffffffffu,  // a reply whose lock was detached, or a command given up
@@ -80,6 +83,70 @@ resp_limits reply_limits() {
     l.max_line = EDGELOCK_CLIENT_RX_BUFFER;
     l.max_elements = EDGELOCK_CLIENT_REPLY_NODES;
     return l;
+}
+
+bool is_info_step(std::uint32_t step) {
+    return step == step_info_replication || step == step_info_memory;
+}
+
+// The whole size of the bulk or verbatim string starting at `data` once its
+// header is in, for a reply too long to buffer; 0 when it is not one, its
+// header is not all there, or it is longer than any bulk string accepted
+// (EDGELOCK_RESP_MAX_BULK: no INFO is that long).
+std::size_t bulk_reply_size(const char* data, std::size_t size) {
+    if (size == 0 || (data[0] != '$' && data[0] != '=')) {
+        return 0;
+    }
+    bool header = false;
+    for (std::size_t i = 1; i + 1 < size && !header; ++i) {
+        header = data[i] == '\r' && data[i + 1] == '\n';
+    }
+    if (!header) {
+        return 0;
+    }
+    resp_limits l = reply_limits();
+    l.max_bulk = EDGELOCK_RESP_MAX_BULK;
+    resp_decoder measure(l);
+    const resp_result r = measure.decode(data, size, nullptr, 0);
+    // With the header in, "incomplete" waits for the payload: needed is exact.
+    return r.status == resp_status::incomplete ? r.needed : 0;
+}
+
+// Copies a server's text into a fixed buffer, control bytes made visible.
+std::size_t copy_text(char* out, std::size_t capacity, str_view text) {
+    const std::size_t k = text.size < capacity ? text.size : capacity;
+    for (std::size_t i = 0; i < k; ++i) {
+        const char ch = text.data[i];
+        out[i] = (ch < 0x20 || ch == 0x7f) ? '?' : ch;
+    }
+    return k;
+}
+
+// Appends to a message being built, as much as fits.
+void append_text(detail::connection& c, str_view text) {
+    c.message_size +=
+        copy_text(c.message + c.message_size, sizeof c.message - c.message_size, text);
+}
+
+// An error that says what the server told us keeps its message.
+bool keeps_message(node_error why) {
+    return why == node_error::auth_failed || why == node_error::select_failed ||
+           why == node_error::hello_failed || why == node_error::setup_failed ||
+           why == node_error::replica;
+}
+
+// A reply to a lock request: an error is the node's latest reason (the
+// connection stays), anything else clears it.
+void note_lock_reply(detail::connection& c, const resp_node* nodes, std::size_t count) {
+    const std::size_t i = count > 0 ? skip_attributes(nodes, count, 0) : 0;
+    if (i < count && nodes[i].is_error()) {
+        c.error = node_error::server_error;
+        c.code = 0;
+        c.message_size = copy_text(c.message, sizeof c.message, nodes[i].text);
+    } else if (c.error == node_error::server_error) {
+        c.error = node_error::none;
+        c.message_size = 0;
+    }
 }
 
 }  // namespace
@@ -178,8 +245,22 @@ const char* describe(node_error error) noexcept {
         return "server stopped answering";
     case node_error::io_error:
         return "socket error";
+    case node_error::replica:
+        return "a replica (read-only): a lock needs a master";
+    case node_error::server_error:
+        return "the server refused the request";
     }
     return "unknown node error";
+}
+
+const char* describe(node_warning warning) noexcept {
+    switch (warning) {
+    case node_warning::none:
+        return "no warning";
+    case node_warning::may_evict:
+        return "the server may evict lock keys (maxmemory with an evicting policy)";
+    }
+    return "unknown node warning";
 }
 
 random_source client_base::system_random() noexcept {
@@ -240,6 +321,8 @@ client_errc client_base::configure(const str_view* urls, std::size_t count,
         c.code = 0;
         c.failures = 0;
         c.message_size = 0;
+        c.warning = node_warning::none;
+        c.policy_size = 0;
     }
     node_count_ = static_cast<std::uint8_t>(count);
     options_ = options;
@@ -258,6 +341,8 @@ node_info client_base::node(std::uint8_t index) const noexcept {
     info.error = c.error;
     info.code = c.code;
     info.message = str_view(c.message, c.message_size);
+    info.warning = c.warning;
+    info.maxmemory_policy = str_view(c.policy, c.policy_size);
     return info;
 }
 
@@ -325,6 +410,7 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
     }
     c.rx_size = 0;
     c.tx_size = 0;
+    c.skip = 0;
     c.want_write = false;
     c.setup_step = 0;
     c.setup_pending = 0;
@@ -352,8 +438,7 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now) no
     detail::connection& c = conns_[n];
     c.error = why;
     c.code = code;
-    if (why != node_error::auth_failed && why != node_error::select_failed &&
-        why != node_error::hello_failed && why != node_error::setup_failed) {
+    if (!keeps_message(why)) {
         c.message_size = 0;
     }
     drop(n, now);
@@ -381,13 +466,7 @@ void client_base::fail_message(std::uint8_t n, node_error why, const resp_node* 
     detail::connection& c = conns_[n];
     c.message_size = 0;
     if (count > 0 && nodes[0].has_text()) {
-        const str_view t = nodes[0].text;
-        std::size_t k = t.size < sizeof c.message ? t.size : sizeof c.message;
-        for (std::size_t i = 0; i < k; ++i) {
-            const char ch = t.data[i];
-            c.message[i] = (ch < 0x20 || ch == 0x7f) ? '?' : ch;
-        }
-        c.message_size = k;
+        c.message_size = copy_text(c.message, sizeof c.message, nodes[0].text);
     }
     fail(n, why, 0, now);
 }
@@ -466,6 +545,9 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.setup_step = 0;
     c.setup_pending = 0;
     c.message_size = 0;
+    c.skip = 0;
+    c.warning = node_warning::none;  // this connection's INFO says anew
+    c.policy_size = 0;
     c.progress_at = now;
     fill_setup(n, now);
 }
@@ -535,6 +617,12 @@ void client_base::fill_setup(std::uint8_t n, instant now) noexcept {
                 args[argc++] = "SETNAME";
                 args[argc++] = options_.client_name;
             }
+        } else if (step == step_info_replication) {
+            args[argc++] = "INFO";
+            args[argc++] = "replication";
+        } else if (step == step_info_memory) {
+            args[argc++] = "INFO";
+            args[argc++] = "memory";
         } else {
             args[argc++] = "SCRIPT";
             args[argc++] = "LOAD";
@@ -592,8 +680,33 @@ void client_base::setup_reply(std::uint8_t n, std::uint32_t step, const resp_nod
             fail_message(n, node_error::select_failed, nodes, count, now);
             return;
         }
-        // CLIENT SETNAME and SCRIPT LOAD may be denied by an ACL; the scripts
-        // then go as EVAL on NOSCRIPT (or fail there, with the server's reason).
+        // CLIENT SETNAME, INFO and SCRIPT LOAD may be denied by an ACL. The
+        // scripts then go as EVAL on NOSCRIPT (or fail there, with the
+        // server's reason); without INFO nothing is known, and nothing said.
+    } else if (is_info_step(step)) {
+        // No text (an oversized reply that was skipped, or not a string):
+        // nothing is known.
+        const server_info info = parse_server_info(server_info_text(nodes, count));
+        if (step == step_info_replication && info.role == server_role::replica) {
+            c.message_size = 0;
+            if (!info.master_host.empty()) {
+                append_text(c, "replica of ");
+                append_text(c, info.master_host);
+                if (!info.master_port.empty()) {
+                    append_text(c, ":");
+                    append_text(c, info.master_port);
+                }
+            } else {
+                append_text(c, "role:slave");
+            }
+            fail(n, node_error::replica, 0, now);
+            return;
+        }
+        if (step == step_info_memory) {
+            c.policy_size = static_cast<std::uint8_t>(
+                copy_text(c.policy, sizeof c.policy, info.maxmemory_policy));
+            c.warning = server_may_evict(info) ? node_warning::may_evict : node_warning::none;
+        }
     }
     if (c.setup_step == step_end && c.setup_pending == 0) {
         c.state = node_state::ready;
@@ -687,9 +800,22 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     std::size_t pos = 0;
     while (c.fd >= 0 && pos < c.rx_size) {
+        if (c.skip > 0) {
+            const std::size_t k = c.skip < c.rx_size - pos ? c.skip : c.rx_size - pos;
+            pos += k;
+            c.skip -= k;
+            c.progress_at = now;
+            continue;
+        }
         resp_decoder decoder(reply_limits());
         resp_result r =
             decoder.decode(c.rx + pos, c.rx_size - pos, nodes_, EDGELOCK_CLIENT_REPLY_NODES);
+        const bool too_long =
+            (r.status == resp_status::incomplete && r.needed > sizeof c.rx) ||
+            (r.status == resp_status::error && r.error == resp_errc::bulk_too_long);
+        if (too_long && skip_info(n, pos, now)) {
+            continue;  // its bytes are skipped as they come
+        }
         if (r.status == resp_status::incomplete) {
             if (r.needed > sizeof c.rx) {
                 fail(n, node_error::reply_too_large, 0, now);
@@ -761,6 +887,8 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
             fail(n, node_error::unexpected_reply, 0, now);
             return;
         }
+        // Before the machine: a callback it triggers may ask node(n) why.
+        note_lock_reply(c, nodes_, r.nodes);
         p.lock->machine_.on_reply(n, p.tag, nodes_, r.nodes, now);
         pump_events(*p.lock, now);
     }
@@ -771,6 +899,30 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
         memmove(c.rx, c.rx + pos, c.rx_size - pos);
         c.rx_size -= pos;
     }
+}
+
+// A set-up INFO reply longer than the receive buffer (a future server's, say)
+// does not fail the node: when the reply at `pos` is one, it is answered as
+// "nothing known" now and its bytes are thrown away as they arrive.
+bool client_base::skip_info(std::uint8_t n, std::size_t pos, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    if (c.fifo_count == 0) {
+        return false;
+    }
+    const detail::pending_reply p = c.fifo[c.fifo_head];
+    if (p.lock != nullptr || !is_info_step(p.tag)) {
+        return false;
+    }
+    const std::size_t size = bulk_reply_size(c.rx + pos, c.rx_size - pos);
+    if (size == 0) {
+        return false;
+    }
+    c.fifo_head = static_cast<std::uint16_t>((c.fifo_head + 1) % EDGELOCK_CLIENT_PIPELINE);
+    --c.fifo_count;
+    c.skip = size;
+    c.progress_at = now;
+    setup_reply(n, p.tag, nullptr, 0, now);
+    return true;
 }
 
 // --- events and the service loop ----------------------------------------------------------

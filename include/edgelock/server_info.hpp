@@ -1,0 +1,59 @@
+// What a Redis server's INFO text says about it that matters to a lock: its
+// role (a replica cannot hold a lock) and whether it may evict keys.
+//
+// The client reads `INFO replication` and `INFO memory` at set-up and reports
+// through node(i); these functions are the pure part, usable on any INFO text:
+//
+//   const edgelock::str_view text = edgelock::server_info_text(nodes, count);
+//   const edgelock::server_info info = edgelock::parse_server_info(text);
+//   if (info.role == edgelock::server_role::replica) ...
+//   if (edgelock::server_may_evict(info)) ...
+//
+// Everything from the wire is untrusted: a field that is missing, malformed or
+// cut off is unknown, never guessed. The views point into the text.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/resp.hpp"
+#include "edgelock/str_view.hpp"
+
+namespace edgelock {
+
+enum class server_role : std::uint8_t {
+    unknown,  // no role field (or one this library does not know)
+    master,   // role:master
+    replica,  // role:slave (or role:replica)
+};
+
+struct server_info {
+    server_role role = server_role::unknown;
+    // A replica's master, as INFO gives them; empty when absent.
+    str_view master_host;
+    str_view master_port;
+    // maxmemory in bytes; 0 is "no limit". Unknown unless has_maxmemory.
+    bool has_maxmemory = false;
+    std::uint64_t maxmemory = 0;
+    // maxmemory_policy's value ("noeviction", "allkeys-lru", ...); empty: unknown.
+    str_view maxmemory_policy;
+};
+
+// Reads role, master_host, master_port, maxmemory and maxmemory_policy from
+// INFO's text, whatever sections it holds and in any order. Lines end in CRLF
+// (a bare LF is accepted); "# Section" headers, empty lines and other fields
+// are skipped. A field given twice keeps its last value. A last line without
+// a line end is ignored (it may be cut), as is a line without ':' and a
+// maxmemory that is not a plain decimal number within 64 bits.
+server_info parse_server_info(str_view text) noexcept;
+
+// True when keys with a TTL (every lock key) may be evicted before they
+// expire: maxmemory above 0 with an allkeys-* or volatile-* policy.
+bool server_may_evict(const server_info& info) noexcept;
+
+// The text of a decoded INFO reply: a bulk string, or a RESP3 verbatim string
+// (whose text the decoder gives without its "txt:" prefix). Empty for any
+// other reply, errors included.
+str_view server_info_text(const resp_node* nodes, std::size_t count) noexcept;
+
+}  // namespace edgelock

@@ -1,0 +1,105 @@
+// Reading INFO text; see server_info.hpp. Pure: no state, no I/O, nothing
+// read outside the given bytes.
+#include "edgelock/server_info.hpp"
+
+namespace edgelock {
+
+namespace {
+
+// A decimal number of 1..20 digits that fits 64 bits, nothing else.
+bool parse_decimal(str_view s, std::uint64_t& out) {
+    if (s.empty()) {
+        return false;
+    }
+    std::uint64_t v = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') {
+            return false;
+        }
+        const auto digit = static_cast<std::uint64_t>(c - '0');
+        if (v > (UINT64_MAX - digit) / 10) {
+            return false;
+        }
+        v = v * 10 + digit;
+    }
+    out = v;
+    return true;
+}
+
+// One "name:value" line into `info`, when it is a field we read.
+void read_field(str_view line, server_info& info) {
+    std::size_t colon = 0;
+    while (colon < line.size && line[colon] != ':') {
+        ++colon;
+    }
+    if (colon == line.size) {
+        return;  // a section header, or not a field
+    }
+    const str_view name(line.data, colon);
+    const str_view value(line.data + colon + 1, line.size - colon - 1);
+    if (name == "role") {
+        if (value == "master") {
+            info.role = server_role::master;
+        } else if (value == "slave" || value == "replica") {
+            info.role = server_role::replica;
+        } else {
+            info.role = server_role::unknown;
+        }
+    } else if (name == "master_host") {
+        info.master_host = value;
+    } else if (name == "master_port") {
+        info.master_port = value;
+    } else if (name == "maxmemory") {
+        std::uint64_t v = 0;
+        info.has_maxmemory = parse_decimal(value, v);
+        info.maxmemory = info.has_maxmemory ? v : 0;
+    } else if (name == "maxmemory_policy") {
+        info.maxmemory_policy = value;
+    }
+}
+
+}  // namespace
+
+server_info parse_server_info(str_view text) noexcept {
+    server_info info;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < text.size; ++i) {
+        if (text[i] != '\n') {
+            continue;
+        }
+        std::size_t end = i;
+        if (end > start && text[end - 1] == '\r') {
+            --end;
+        }
+        if (end > start && text[start] != '#') {
+            read_field(str_view(text.data + start, end - start), info);
+        }
+        start = i + 1;
+    }
+    return info;
+}
+
+bool server_may_evict(const server_info& info) noexcept {
+    if (!info.has_maxmemory || info.maxmemory == 0) {
+        return false;
+    }
+    return starts_with(info.maxmemory_policy, "allkeys-") ||
+           starts_with(info.maxmemory_policy, "volatile-");
+}
+
+str_view server_info_text(const resp_node* nodes, std::size_t count) noexcept {
+    if (nodes == nullptr || count == 0) {
+        return str_view();
+    }
+    const std::size_t i = skip_attributes(nodes, count, 0);
+    if (i >= count) {
+        return str_view();
+    }
+    const resp_node& top = nodes[i];
+    if (top.type != resp_type::bulk_string && top.type != resp_type::verbatim_string) {
+        return str_view();
+    }
+    return top.text;
+}
+
+}  // namespace edgelock
