@@ -28,7 +28,8 @@ const char* usage_text() {
            "      --grace DURATION       SIGTERM to SIGKILL when the lock is lost, or sure\n"
            "                             to be: SIGTERM comes a grace before the validity\n"
            "                             ends while renewals fail (default 5s)\n"
-           "      --password-file FILE   password for AUTH (also $REDISCLI_AUTH)\n"
+           "      --password-file FILE   password for AUTH (also $REDISCLI_AUTH); prefer it\n"
+           "                             to a password in -N, which ps shows to all users\n"
            "  -v, --verbose              say what happens, on stderr\n"
            "  -q, --quiet                no messages but usage errors\n"
            "  -h, --help                 this text\n"
@@ -36,6 +37,9 @@ const char* usage_text() {
            "\n"
            "DURATION: 250ms, 10s, 2m, 1h; a bare number is seconds.\n"
            "URL: redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N]\n"
+           "run: COMMAND runs in its own process group; signals go to the whole group.\n"
+           "     Its environment gets EDGELOCK_KEY (and EDGELOCK_FENCING_TOKEN), never\n"
+           "     REDISCLI_AUTH, and EDGELOCK_NODES without passwords.\n"
            "exit: the command's status (128+signal if killed); 1 (or -E) not acquired;\n"
            "      64 usage; 69 no quorum of nodes reachable; 70 internal; 75 lock lost.\n";
 }
@@ -73,6 +77,27 @@ bool parse_duration(const std::string& text, edgelock::duration& out) {
     }
     out = edgelock::duration::millis(value * ms_per_unit);
     return true;
+}
+
+std::string without_credentials(const std::string& list) {
+    std::string out;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        std::size_t end = list.find(',', start);
+        end = end == std::string::npos ? list.size() : end;
+        std::string url = list.substr(start, end - start);
+        // A valid URL has no '@' past its user information (node_url.cpp);
+        // a unix:// path may, but it carries no credentials.
+        const std::size_t scheme = url.find("://");
+        const std::size_t at = url.rfind('@');
+        if (scheme != std::string::npos && at != std::string::npos && at > scheme &&
+            url.compare(0, 5, "unix:") != 0) {
+            url.erase(scheme + 3, at - (scheme + 3) + 1);
+        }
+        out += (start == 0 ? "" : ",") + url;
+        start = end + 1;
+    }
+    return out;
 }
 
 namespace {

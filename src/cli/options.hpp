@@ -50,4 +50,8 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
 
 const char* usage_text();
 
+// A comma-separated node list with every URL's user and password removed
+// (redis://user:pw@host -> redis://host), for the command's environment.
+std::string without_credentials(const std::string& list);
+
 }  // namespace edgelock_cli

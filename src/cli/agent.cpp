@@ -1,0 +1,249 @@
+// The agent's shared machinery: its options, its client, messages, the poll
+// loop's turn, what the lock's callback saw, per-node reports and set-up.
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "agent.hpp"
+#include "job.hpp"
+
+namespace edgelock_cli {
+
+using namespace edgelock;
+
+options opt;
+client<lock_max_nodes> nodes;  // ~5 KB per node: static, not on the stack
+lock_watch watch;
+
+namespace {
+
+std::vector<str_view> urls;  // views of opt.nodes, which outlive the client
+
+}  // namespace
+
+void say(int level, const char* fmt, ...) {
+    if (opt.verbosity < level) {
+        return;
+    }
+    std::fputs("edgelock: ", stderr);
+    va_list ap;
+    va_start(ap, fmt);
+    std::vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    std::fputc('\n', stderr);
+}
+
+std::string text(str_view v) {
+    return v.empty() ? std::string() : std::string(v.data, v.size);
+}
+
+// --- the loop -------------------------------------------------------------------------------
+
+bool turn(instant until, bool watch_signals, bool& signalled) {
+    port::wait_entry e[lock_max_nodes + 1];
+    std::size_t n = nodes.wanted(e, lock_max_nodes);
+    const std::size_t client_entries = n;
+    if (watch_signals) {
+        e[n].fd = signal_fd();
+        e[n].want = port::want_read;
+        ++n;
+    }
+    const instant wake = earliest(nodes.next_deadline(), until);
+    if (port::wait(e, n, wake) < 0) {
+        return false;
+    }
+    signalled = watch_signals && e[client_entries].ready != 0;
+    nodes.on_ready(e, client_entries);
+    nodes.on_timeout();
+    return true;
+}
+
+namespace {
+
+void on_lock_event(void*, client_lock& l, const lock_event& ev) {
+    watch.last = ev;
+    for (int i = 0; i < watch.want_count; ++i) {
+        watch.ended = watch.ended || ev.kind == watch.want_end[i];
+    }
+    switch (ev.kind) {
+    case lock_event_kind::acquired:
+        say(2, "acquired '%s' (valid %llu ms%s)", opt.key.c_str(),
+            static_cast<unsigned long long>((ev.validity_deadline - port::now()).ms()),
+            opt.fencing ? (", fencing token " + std::to_string(ev.fence)).c_str() : "");
+        break;
+    case lock_event_kind::renewed:
+        watch.at_risk = false;
+        say(2, "renewed (valid %llu ms)",
+            static_cast<unsigned long long>((ev.validity_deadline - port::now()).ms()));
+        break;
+    case lock_event_kind::renew_failed:
+        say(watch.at_risk ? 2 : 1,
+            "renew missed its quorum; retrying until the lock's validity ends");
+        watch.at_risk = true;
+        break;
+    case lock_event_kind::lost:
+        watch.lost = true;
+        say(1, "lock '%s' lost (%s)", opt.key.c_str(), describe(ev.reason));
+        break;
+    default:
+        break;
+    }
+    (void)l;
+}
+
+}  // namespace
+
+// Runs until the watched operation ends or `bound` passes.
+bool await(instant bound) {
+    bool signalled = false;
+    while (!watch.ended && port::now() < bound) {
+        if (!turn(bound, false, signalled)) {
+            return false;
+        }
+    }
+    return watch.ended;
+}
+
+void expect(std::initializer_list<lock_event_kind> ends) {
+    watch.ended = false;
+    watch.want_count = 0;
+    for (lock_event_kind k : ends) {
+        watch.want_end[watch.want_count++] = k;
+    }
+}
+
+// Why nodes failed, one line each, before exit 69 or 1.
+void report_nodes() {
+    for (std::uint8_t i = 0; i < nodes.node_count(); ++i) {
+        const node_info n = nodes.node(i);
+        if (n.state == node_state::ready && n.error == node_error::none) {
+            continue;
+        }
+        std::string why = describe(n.error);
+        if (n.error == node_error::none) {
+            why = std::string("no reply in time (") + describe(n.state) + ")";
+        }
+        if (!n.message.empty()) {
+            why += ": " + text(n.message);
+        } else if (n.code != 0 && n.error == node_error::io_error) {
+            why += std::string(": ") + std::strerror(n.code);
+        }
+        say(1, "node %s: %s", opt.nodes[i].c_str(), why.c_str());
+    }
+}
+
+// What a node's set-up found that Redis cannot promise, once per node.
+void warn_nodes() {
+    static bool warned[lock_max_nodes] = {};
+    for (std::uint8_t i = 0; i < nodes.node_count(); ++i) {
+        const node_info n = nodes.node(i);
+        if (warned[i] || n.state != node_state::ready) {
+            continue;
+        }
+        warned[i] = true;
+        if (n.warning == node_warning::may_evict) {
+            say(1,
+                "warning: node %s: maxmemory-policy %s with maxmemory set: Redis may evict the "
+                "lock's key under memory pressure (use noeviction)",
+                opt.nodes[i].c_str(), text(n.maxmemory_policy).c_str());
+        }
+    }
+}
+
+int unavailable(const client_lock& l) {
+    say(1, "no quorum of nodes reachable (%u of %u needed)", l.machine().quorum(),
+        nodes.node_count());
+    report_nodes();
+    return exit_unavailable;
+}
+
+// Exit status for an acquisition that ended in `ev` (busy or failed).
+int not_acquired(const client_lock& l, const lock_event& ev) {
+    if (ev.kind == lock_event_kind::busy ||
+        (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::fence_conflict)) {
+        if (ev.holder_ttl_ms >= 0) {
+            say(1, "'%s' is held by another owner (for %lld ms more)", opt.key.c_str(),
+                static_cast<long long>(ev.holder_ttl_ms));
+        } else {
+            say(1, "'%s' is held by another owner", opt.key.c_str());
+        }
+        report_nodes();  // the nodes that did not answer "busy"
+        return opt.conflict_exit;
+    }
+    if (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::random_failed) {
+        say(1, "no secure random bytes for a token");
+        return exit_software;
+    }
+    return unavailable(l);
+}
+
+// --- set-up -----------------------------------------------------------------------------------
+
+lock_options lock_options_from(const options& o) {
+    lock_options lo;
+    lo.mode = o.fencing ? lock_mode::fenced : lock_mode::plain;
+    lo.ttl = o.ttl;
+    // A tenth of the ttl, within [50 ms, 1 s]: room for a gateway's uplink,
+    // small against the ttl as Redlock asks.
+    std::uint64_t t = o.ttl.us / 10;
+    t = t < 50000 ? 50000 : (t > 1000000 ? 1000000 : t);
+    if (t >= o.ttl.us) {
+        t = o.ttl.us / 2;
+    }
+    lo.node_timeout = duration::micros(t);
+    lo.wait = o.wait;
+    lo.max_tries = o.wait.us == 0 ? 1 : UINT32_MAX;
+    return lo;
+}
+
+int setup(client_lock& l) {
+    for (const std::string& u : opt.nodes) {
+        urls.emplace_back(u.data(), u.size());
+    }
+    client_options co;
+    if (opt.have_password) {
+        co.password = str_view(opt.password.data(), opt.password.size());
+    }
+    const client_errc ce = nodes.configure(urls.data(), urls.size(), co);
+    if (ce == client_errc::bad_url || ce == client_errc::tls_not_built_in) {
+        say(0, "bad node URL '%s': %s", opt.nodes[nodes.bad_url_index()].c_str(),
+            describe(nodes.bad_url_error()));
+        return exit_usage;
+    }
+    if (ce != client_errc::ok) {
+        say(0, "%s", describe(ce));
+        return exit_usage;
+    }
+    watchdog_options w;
+    w.renew_every = opt.renew_every;
+    w.enabled = opt.cmd == command::run;
+    const client_errc le =
+        l.attach(nodes, str_view(opt.key.data(), opt.key.size()), lock_options_from(opt), w);
+    if (le == client_errc::bad_option) {
+        say(0, "--renew-every must be shorter than the ttl");
+        return exit_usage;
+    }
+    if (le != client_errc::ok) {
+        if (l.lock_error() == lock_errc::bad_ttl) {
+            say(0, "--ttl is too short: it must exceed the clock drift allowance (1%% + 2 ms)");
+        } else {
+            say(0, "%s", describe(l.lock_error()));
+        }
+        return exit_usage;
+    }
+    l.set_callback(on_lock_event, nullptr);
+    // A quorum is enough to start; a slow node gets the lock's node_timeout.
+    nodes.connect(port::now() + duration::seconds(1), l.machine().quorum());
+    warn_nodes();
+    return exit_ok;
+}
+
+// How long any one operation may take, all nodes and retries included.
+instant op_bound(duration extra) {
+    return port::now() + duration::seconds(3) + extra;
+}
+
+}  // namespace edgelock_cli

@@ -1,0 +1,67 @@
+// What the agent's commands share: the parsed options, the client and its
+// lock's events, messages on stderr, one turn of the poll loop, and the
+// per-node reports. One agent per process, so these are process-wide.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "edgelock/client.hpp"
+#include "options.hpp"
+
+namespace edgelock_cli {
+
+extern options opt;
+extern edgelock::client<edgelock::lock_max_nodes> nodes;
+
+// What the lock's callback saw.
+struct lock_watch {
+    bool ended = false;  // the operation being waited for ended
+    edgelock::lock_event_kind want_end[3] = {};
+    int want_count = 0;
+    edgelock::lock_event last;
+    bool lost = false;
+    bool at_risk = false;
+};
+
+extern lock_watch watch;
+
+// A message on stderr, "edgelock: ..." and a newline, when the verbosity
+// (0 quiet, 1 normal, 2 verbose) reaches `level`.
+void say(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+std::string text(edgelock::str_view v);
+
+// One turn: waits for the client's fds (and the signal pipe when watched)
+// until `until`, then lets the client handle what happened. Returns false
+// when waiting failed; `signalled` says whether the signal pipe is readable.
+bool turn(edgelock::instant until, bool watch_signals, bool& signalled);
+
+// Which events end the operation to be waited for, then waits for one of
+// them until `bound` (false when it did not come).
+void expect(std::initializer_list<edgelock::lock_event_kind> ends);
+bool await(edgelock::instant bound);
+
+// Every failing node's reason, one line each.
+void report_nodes();
+// Warnings about what a node's set-up found, once per node.
+void warn_nodes();
+// Exit 69, with the reasons.
+int unavailable(const edgelock::client_lock& l);
+// The exit status of an acquisition that ended in `ev` (busy or failed).
+int not_acquired(const edgelock::client_lock& l, const edgelock::lock_event& ev);
+
+edgelock::lock_options lock_options_from(const options& o);
+// How long any one operation may take, all nodes and retries included.
+edgelock::instant op_bound(edgelock::duration extra);
+
+// Configures the client and attaches the lock; exit_ok or the exit status.
+int setup(edgelock::client_lock& l);
+
+int run_command(edgelock::client_lock& l);
+int acquire_command(edgelock::client_lock& l);
+int renew_command(edgelock::client_lock& l);
+int release_command(edgelock::client_lock& l);
+int status_command(edgelock::client_lock& l);
+
+}  // namespace edgelock_cli

@@ -1,0 +1,189 @@
+// edgelock run: acquire, run the command as a job (job.hpp), renew while it
+// runs, stop it whole when the lock is in doubt, release, and say whether the
+// lock held for the whole job.
+#include <errno.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "agent.hpp"
+#include "job.hpp"
+
+namespace edgelock_cli {
+
+using namespace edgelock;
+
+namespace {
+
+// The command's environment: the lock's identity, and no secret of ours.
+std::vector<env_change> child_environment(const client_lock& l) {
+    std::vector<env_change> env;
+    env.push_back({"EDGELOCK_KEY", opt.key, false});
+    if (opt.fencing) {
+        env.push_back({"EDGELOCK_FENCING_TOKEN", std::to_string(l.fence()), false});
+    } else {
+        env.push_back({"EDGELOCK_FENCING_TOKEN", std::string(), true});
+    }
+    env.push_back({"REDISCLI_AUTH", std::string(), true});
+    if (const char* list = std::getenv("EDGELOCK_NODES")) {
+        env.push_back({"EDGELOCK_NODES", without_credentials(list), false});
+    }
+    return env;
+}
+
+// After the release: true when a quorum of nodes answered that the key was
+// no longer ours (evicted, deleted, expired), so the command may have run
+// without the lock. Nodes that did not answer prove nothing either way.
+bool vanished_under_us(const client_lock& l, const op_result& r) {
+    if (r.error != client_errc::ok || r.event.kind != lock_event_kind::released ||
+        r.event.nodes >= l.machine().quorum()) {
+        return false;
+    }
+    unsigned answered = 0;
+    for (std::uint8_t i = 0; i < nodes.node_count(); ++i) {
+        const node_info n = nodes.node(i);
+        answered += n.state == node_state::ready && n.error == node_error::none ? 1U : 0U;
+    }
+    const unsigned absent = answered > r.event.nodes ? answered - r.event.nodes : 0;
+    return absent > static_cast<unsigned>(nodes.node_count() - l.machine().quorum());
+}
+
+// Waits for the acquisition; a signal that would end the agent ends it.
+// Returns 0 when it ended (see watch.last), else the exit status.
+int await_acquisition(client_lock& l) {
+    expect({lock_event_kind::acquired, lock_event_kind::busy, lock_event_kind::failed});
+    if (l.start_acquire(lock_options_from(opt).max_tries, opt.wait) != client_errc::ok) {
+        return exit_software;
+    }
+    const instant bound = op_bound(opt.wait);
+    int stop_signal = 0;
+    while (!watch.ended && port::now() < bound && stop_signal == 0) {
+        bool signalled = false;
+        if (!turn(bound, true, signalled)) {
+            return exit_software;
+        }
+        for (int s = next_signal(); s != 0; s = next_signal()) {
+            stop_signal = ends_by_default(s) ? s : stop_signal;
+        }
+    }
+    if (stop_signal != 0 || !watch.ended) {
+        l.release();  // whatever is under way; not_held when nothing is
+        return stop_signal != 0 ? 128 + stop_signal : unavailable(l);
+    }
+    return 0;
+}
+
+}  // namespace
+
+int run_command(client_lock& l) {
+    if (!install_agent_signals()) {
+        say(0, "cannot set up signal handling: %s", std::strerror(errno));
+        return exit_software;
+    }
+    const int acquisition = await_acquisition(l);
+    warn_nodes();  // nodes that were not ready after connect
+    if (acquisition != 0) {
+        return acquisition;
+    }
+    if (watch.last.kind != lock_event_kind::acquired) {
+        return not_acquired(l, watch.last);
+    }
+
+    job j;
+    if (!j.start(opt.child, child_environment(l))) {
+        say(0, "fork: %s", std::strerror(errno));
+        l.release();
+        return exit_software;
+    }
+    bool stopped_for_lock = false;   // SIGTERM went to the group for the lock's sake
+    bool stopped_leftovers = false;  // ... because the leader exited and left some
+    instant kill_at = instant::never();
+    instant last_validity = watch.last.validity_deadline;
+    for (;;) {
+        // At risk (renewals failing): the group gets its SIGTERM a grace
+        // before the validity ends, so that SIGKILL, if needed, lands while
+        // the lock is still ours, before anyone else can hold it.
+        instant term_at = instant::never();
+        if (watch.at_risk && !stopped_for_lock) {
+            term_at =
+                instant{last_validity.us > opt.grace.us ? last_validity.us - opt.grace.us : 0};
+        }
+        // Once the leader is gone, members that are not our children end
+        // without a SIGCHLD to us: look again now and then.
+        const instant recheck =
+            j.leader_running() ? instant::never() : port::now() + duration::millis(100);
+        bool signalled = false;
+        if (!turn(earliest(earliest(kill_at, term_at), recheck), true, signalled)) {
+            j.signal(SIGKILL);
+        }
+        if (watch.last.kind == lock_event_kind::acquired ||
+            watch.last.kind == lock_event_kind::renewed) {
+            last_validity = watch.last.validity_deadline;
+        }
+        for (int s = next_signal(); s != 0; s = next_signal()) {
+            if (s != SIGCHLD) {
+                j.signal(s);  // the whole group decides what to do with it
+            }
+        }
+        j.reap();
+        if (!j.group_running()) {
+            break;
+        }
+        const instant now = port::now();
+        const bool risk_due = watch.at_risk && !watch.lost && term_at <= now;
+        if ((watch.lost || risk_due) && !stopped_for_lock) {
+            stopped_for_lock = true;
+            const duration left = last_validity - now;
+            const duration grace = left < opt.grace ? left : opt.grace;
+            say(1, "stopping the command's process group (SIGTERM, SIGKILL in %llu ms)%s",
+                static_cast<unsigned long long>(grace.ms()),
+                watch.lost ? "" : ": the lock may be lost by then");
+            j.signal(SIGTERM);
+            kill_at = earliest(kill_at, now + grace);
+        } else if (!j.leader_running() && !stopped_leftovers && !stopped_for_lock) {
+            // The lock is released only once nothing of the job runs.
+            stopped_leftovers = true;
+            say(1,
+                "the command exited and left processes in its group: SIGTERM, SIGKILL in "
+                "%llu ms",
+                static_cast<unsigned long long>(opt.grace.ms()));
+            j.signal(SIGTERM);
+            kill_at = now + opt.grace;
+        }
+        if (now >= kill_at) {
+            j.signal(SIGKILL);
+            kill_at = now + duration::millis(50);  // again, until the group is gone
+        }
+    }
+    j.restore_terminal();
+    if (j.escaped()) {
+        say(1,
+            "warning: a process of the command left its process group and still runs, "
+            "without the lock");
+    }
+    if (watch.lost || stopped_for_lock) {
+        // Stopped for the lock's sake: whatever it exited with, the job did
+        // not finish under the lock. Release what may still be held.
+        l.release();  // not_held when it is already lost
+        return exit_lost;
+    }
+    const op_result r = l.release();
+    if (watch.lost) {
+        // Lost between the command's exit and the release: it ran without
+        // the lock for a moment at most, but it did.
+        return exit_lost;
+    }
+    if (vanished_under_us(l, r)) {
+        say(1,
+            "'%s' was no longer held by a quorum of nodes when the command ended (evicted, "
+            "deleted or expired): it may have run without the lock",
+            opt.key.c_str());
+        return exit_lost;
+    }
+    return j.leader_status();
+}
+
+}  // namespace edgelock_cli
