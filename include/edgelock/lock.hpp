@@ -225,6 +225,9 @@ struct lock_event {
     std::uint64_t fence = 0;                   // acquired, fenced mode
     std::int64_t holder_ttl_ms = -1;           // busy: shortest ttl a node reported; -1 unknown
     std::uint8_t nodes = 0;  // released: nodes where the key was still ours and is now gone
+    // released: nodes that answered that the key was not ours any more (expired,
+    // evicted, deleted, taken). Nodes that did not answer are in neither count.
+    std::uint8_t absent = 0;
 };
 
 struct lock_transmit {
@@ -350,6 +353,7 @@ private:
     lock_state state_ = lock_state::unconfigured;
     std::uint8_t refused_ = 0;   // nodes that said busy (acquire) or not ours (renew)
     std::uint8_t released_ = 0;  // release: nodes that deleted our key
+    std::uint8_t absent_ = 0;    // release: nodes that answered our key was not there
     bool lost_ = false;          // the current acquisition ended in lost
     slot slots_[lock_max_nodes];
 };

@@ -298,6 +298,7 @@ void lock::decide(instant now) noexcept {
             lock_event ev;
             ev.kind = lock_event_kind::released;
             ev.nodes = released_;
+            ev.absent = absent_;
             push_event(ev);
         }
         return;
@@ -505,6 +506,7 @@ lock_errc lock::release(instant now) noexcept {
     retry_at_ = instant::never();
     state_ = lock_state::releasing;
     released_ = 0;
+    absent_ = 0;
     start_round(req::release, now);
     if (options_.mode == lock_mode::reentrant) {
         // One decrement per node that holds our increment; see queue_cleanup_all.
@@ -643,9 +645,15 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         s.send = kind;
         return lock_errc::ok;
     }
-    if (kind == req::release && v == vote::yes &&
-        (options_.mode == lock_mode::reentrant ? value >= 0 : value == 1)) {
-        ++released_;
+    if (kind == req::release && v == vote::yes) {
+        // Plain and fenced: 1 deleted, 0 not ours. Reentrant: holds left
+        // (0 deleted), -1 no hold of ours.
+        const bool reentrant = options_.mode == lock_mode::reentrant;
+        if (reentrant ? value >= 0 : value == 1) {
+            ++released_;
+        } else if (reentrant ? value == -1 : value == 0) {
+            ++absent_;
+        }
     }
     if (v == vote::yes && (kind == req::acquire || kind == req::renew)) {
         s.flags = static_cast<std::uint8_t>(s.flags | slot_holder);

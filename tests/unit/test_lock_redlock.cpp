@@ -555,3 +555,23 @@ TEST_CASE("locks sharing connections are pipelined", "[lock][sim]") {
     REQUIRE(c.run_until(c.now() + duration::millis(100)));
     CHECK(rec.count(lock_event_kind::released) == 8);
 }
+
+TEST_CASE("a release tells nodes that no longer held the key from silent ones", "[redlock][sim]") {
+    sim::cluster c(5, 3);
+    sim::recorder rec(c);
+    const int a = c.add_client();
+    edgelock::lock& l = c.add_lock(a, "jobs", sim::fast_options());
+    REQUIRE(l.acquire(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(100)));
+    REQUIRE(l.held());
+    // Taken on two nodes (evicted, then someone else's), silent on one.
+    sim::hold_as(c, 0, "jobs", "someone-else", duration::millis(700));
+    sim::hold_as(c, 1, "jobs", "someone-else", duration::millis(700));
+    c.crash(4);
+    REQUIRE(l.release(c.now()) == lock_errc::ok);
+    REQUIRE(c.run_until(c.now() + duration::millis(300)));
+    REQUIRE(rec.events.back().ev.kind == lock_event_kind::released);
+    CHECK(rec.events.back().ev.nodes == 2);
+    CHECK(rec.events.back().ev.absent == 2);
+    CHECK(sim::value_at(c, 0, "jobs") == "someone-else");
+}
