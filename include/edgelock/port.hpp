@@ -105,6 +105,9 @@ struct wait_entry {
 // first (instant::never(): no deadline). Returns the number of ready entries,
 // 0 at the deadline, -1 on an error other than an interruption. A signal ends
 // the wait early with 0 ready entries, so a caller's loop can look at its flags.
+// The deadline is on now()'s clock, which counts suspend; a port whose wait
+// primitive does not must notice a deadline that passed during a suspend soon
+// after the resume (the POSIX port polls in slices of at most a second).
 int wait(wait_entry* entries, std::size_t count, instant deadline) noexcept;
 
 }  // namespace port

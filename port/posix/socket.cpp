@@ -34,6 +34,9 @@ constexpr std::size_t max_host_size = 253;
 // more than a client with one socket per Redis node needs.
 constexpr std::size_t max_wait_entries = 64;
 
+// The longest single poll() of wait(): see there.
+constexpr std::uint64_t max_poll_ms = 1000;
+
 // send()/recv() take a size_t but return ssize_t; asking for more than fits
 // would make a successful count look negative.
 constexpr std::size_t max_io_size = static_cast<std::size_t>(SSIZE_MAX);
@@ -465,7 +468,11 @@ int wait(wait_entry* entries, std::size_t count, instant deadline) noexcept {
             // nothing due and come straight back with a zero timeout, spinning.
             const std::uint64_t left_us = (deadline - now()).us;
             const std::uint64_t ms = left_us / 1000 + (left_us % 1000 != 0 ? 1 : 0);
-            timeout_ms = ms > static_cast<std::uint64_t>(INT_MAX) ? INT_MAX : static_cast<int>(ms);
+            // poll() counts its timeout on a clock that stands still while
+            // the system is suspended; now() does not. Waiting in slices of
+            // at most a second notices a deadline that passed during a
+            // suspend within a second of the resume.
+            timeout_ms = static_cast<int>(ms > max_poll_ms ? max_poll_ms : ms);
         }
         const int rc = ::poll(fds, static_cast<nfds_t>(count), timeout_ms);
         if (rc < 0) {
@@ -476,7 +483,7 @@ int wait(wait_entry* entries, std::size_t count, instant deadline) noexcept {
         if (rc > 0) {
             break;
         }
-        // poll() may return early (or the timeout was capped at INT_MAX ms);
+        // poll() may return early (or the timeout was cut into slices);
         // 0 must mean the deadline has passed.
         if (!deadline.is_never() && now() >= deadline) {
             return 0;
