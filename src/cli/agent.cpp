@@ -70,11 +70,13 @@ void on_lock_event(void*, client_lock& l, const lock_event& ev) {
     }
     switch (ev.kind) {
     case lock_event_kind::acquired:
+        watch.validity = ev.validity_deadline;
         say(2, "acquired '%s' (valid %llu ms%s)", opt.key.c_str(),
             static_cast<unsigned long long>((ev.validity_deadline - port::now()).ms()),
             opt.fencing ? (", fencing token " + std::to_string(ev.fence)).c_str() : "");
         break;
     case lock_event_kind::renewed:
+        watch.validity = ev.validity_deadline;
         watch.at_risk = false;
         say(2, "renewed (valid %llu ms)",
             static_cast<unsigned long long>((ev.validity_deadline - port::now()).ms()));
@@ -135,20 +137,26 @@ void report_nodes() {
     }
 }
 
-// What a node's set-up found that Redis cannot promise, once per node.
-void warn_nodes() {
+// What a node's set-up found that Redis cannot promise, once per node: a
+// node used with a warning, or (once acquired) a replica the quorum went
+// without; when the acquisition fails, report_nodes() says it instead.
+void warn_nodes(bool acquired) {
     static bool warned[lock_max_nodes] = {};
     for (std::uint8_t i = 0; i < nodes.node_count(); ++i) {
         const node_info n = nodes.node(i);
-        if (warned[i] || n.state != node_state::ready) {
+        if (warned[i]) {
             continue;
         }
-        warned[i] = true;
-        if (n.warning == node_warning::may_evict) {
+        if (n.state == node_state::ready && n.warning == node_warning::may_evict) {
+            warned[i] = true;
             say(1,
                 "warning: node %s: maxmemory-policy %s with maxmemory set: Redis may evict the "
                 "lock's key under memory pressure (use noeviction)",
                 opt.nodes[i].c_str(), text(n.maxmemory_policy).c_str());
+        } else if (acquired && n.error == node_error::replica) {
+            warned[i] = true;
+            say(1, "warning: node %s: %s (%s): it cannot hold the lock", opt.nodes[i].c_str(),
+                describe(n.error), text(n.message).c_str());
         }
     }
 }
@@ -237,7 +245,7 @@ int setup(client_lock& l) {
     l.set_callback(on_lock_event, nullptr);
     // A quorum is enough to start; a slow node gets the lock's node_timeout.
     nodes.connect(port::now() + duration::seconds(1), l.machine().quorum());
-    warn_nodes();
+    warn_nodes(false);
     return exit_ok;
 }
 

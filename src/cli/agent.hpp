@@ -21,7 +21,8 @@ struct lock_watch {
     int want_count = 0;
     edgelock::lock_event last;
     bool lost = false;
-    bool at_risk = false;
+    bool at_risk = false;        // a renew round missed its quorum since the last renewal
+    edgelock::instant validity;  // of the last acquisition or renewal
 };
 
 extern lock_watch watch;
@@ -44,8 +45,9 @@ bool await(edgelock::instant bound);
 
 // Every failing node's reason, one line each.
 void report_nodes();
-// Warnings about what a node's set-up found, once per node.
-void warn_nodes();
+// Warnings about what a node's set-up found, once per node; replicas only
+// once `acquired` (else they are among the reasons of a failure).
+void warn_nodes(bool acquired);
 // Exit 69, with the reasons.
 int unavailable(const edgelock::client_lock& l);
 // The exit status of an acquisition that ended in `ev` (busy or failed).

@@ -22,13 +22,13 @@ bool parse_token(owner_token& t) {
 
 int acquire_command(client_lock& l) {
     const op_result r = opt.wait.us == 0 ? l.try_acquire() : l.acquire(opt.wait);
-    warn_nodes();
     if (r.error != client_errc::ok) {
         return r.lock_error == lock_errc::random_failed ? exit_software : unavailable(l);
     }
     if (r.event.kind != lock_event_kind::acquired) {
         return not_acquired(l, r.event);
     }
+    warn_nodes(true);
     char hex[owner_token::hex_size];
     l.token().to_hex(hex);
     std::printf("%.*s\n", static_cast<int>(sizeof hex), hex);

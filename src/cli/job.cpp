@@ -1,5 +1,6 @@
 #include "job.hpp"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -44,6 +45,57 @@ void on_signal(int signo) {
     ssize_t w = ::write(signal_pipe[1], &signo, sizeof signo);
     (void)w;  // a full pipe already holds a wake-up
     errno = saved;
+}
+
+// Calls f(pid) for every child of the agent outside the group `group`: the
+// processes it adopted as a subreaper. Reads /proc (Linux); elsewhere, or
+// without /proc, there are none to find.
+template <class F>
+void for_each_adopted(pid_t group, F f) {
+#ifdef __linux__
+    DIR* proc = ::opendir("/proc");
+    if (proc == nullptr) {
+        return;
+    }
+    const pid_t self = ::getpid();
+    while (const dirent* d = ::readdir(proc)) {
+        char* end = nullptr;
+        const long pid = std::strtol(d->d_name, &end, 10);
+        if (pid <= 0 || *end != '\0') {
+            continue;
+        }
+        char path[64];
+        std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        char stat[512];
+        const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            continue;
+        }
+        const ssize_t n = ::read(fd, stat, sizeof stat - 1);
+        ::close(fd);
+        if (n <= 0) {
+            continue;
+        }
+        stat[n] = '\0';
+        // "pid (comm) state ppid pgrp ...": comm may hold anything, even ')'.
+        const char* paren = std::strrchr(stat, ')');
+        long ppid = 0;
+        long pgrp = 0;
+        char state = 0;
+        if (paren != nullptr && std::sscanf(paren + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 &&
+            ppid == self && pgrp != group) {
+            f(static_cast<pid_t>(pid));
+        }
+    }
+    ::closedir(proc);
+#else
+    (void)group;
+    (void)f;
+#endif
+}
+
+bool is_job_control_stop(int signo) {
+    return signo == SIGTSTP || signo == SIGTTIN || signo == SIGTTOU;
 }
 
 template <class F>
@@ -94,7 +146,7 @@ bool install_agent_signals() {
         struct sigaction sa;
         std::memset(&sa, 0, sizeof sa);
         sa.sa_handler = catch_it ? on_signal : SIG_IGN;
-        sa.sa_flags = SA_RESTART | (s == SIGCHLD ? SA_NOCLDSTOP : 0);
+        sa.sa_flags = SA_RESTART;  // SIGCHLD for stops too: job control
         sigemptyset(&sa.sa_mask);
         ok = ok && ::sigaction(s, &sa, nullptr) == 0;
     });
@@ -122,9 +174,22 @@ bool ends_by_default(int signo) {
     return signo != SIGCHLD && signo != SIGCONT && signo != SIGTSTP;
 }
 
+job::~job() {
+    if (tty_ >= 0) {
+        ::close(tty_);
+    }
+}
+
+bool job::in_foreground() const {
+    return tty_ >= 0 && ::tcgetpgrp(tty_) == ::getpgrp();
+}
+
 bool job::start(std::vector<std::string>& argv, const std::vector<env_change>& env) {
     const pid_t agent = ::getpid();
-    const bool terminal = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
+    // The controlling terminal itself, not fd 0: stdin may be a file while
+    // the command still reads /dev/tty (a password prompt).
+    tty_ = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    const bool terminal = in_foreground();
     const pid_t pid = ::fork();
     if (pid < 0) {
         return false;
@@ -132,7 +197,7 @@ bool job::start(std::vector<std::string>& argv, const std::vector<env_change>& e
     if (pid == 0) {
         ::setpgid(0, 0);
         if (terminal) {
-            ::tcsetpgrp(0, ::getpid());  // SIGTTOU is still ignored here
+            ::tcsetpgrp(tty_, ::getpid());  // SIGTTOU is still ignored here
         }
 #ifdef __linux__
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -163,7 +228,7 @@ bool job::start(std::vector<std::string>& argv, const std::vector<env_change>& e
     // Also here, so that no signal of ours can reach a group not yet made.
     ::setpgid(pid, pid);
     if (terminal) {
-        ::tcsetpgrp(0, pid);
+        ::tcsetpgrp(tty_, pid);
     }
     leader_ = pid;
     leader_running_ = true;
@@ -172,49 +237,75 @@ bool job::start(std::vector<std::string>& argv, const std::vector<env_change>& e
 }
 
 void job::signal(int signo) const {
-    if (leader_ > 0) {
-        ::kill(-leader_, signo);
+    if (leader_ <= 0) {
+        return;
     }
+    ::kill(-leader_, signo);
+    for_each_adopted(leader_, [signo](pid_t pid) { ::kill(pid, signo); });
 }
 
 void job::reap() {
     for (;;) {
         int status = 0;
-        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED);
         if (pid <= 0) {
             return;
         }
-        if (pid == leader_) {
-            leader_running_ = false;
-            if (WIFEXITED(status)) {
-                leader_status_ = WEXITSTATUS(status);
-            } else if (WIFSIGNALED(status)) {
-                leader_status_ = 128 + WTERMSIG(status);
+        if (pid != leader_) {
+            continue;  // an adopted process ended (or stopped): nothing to keep
+        }
+        if (WIFSTOPPED(status)) {
+            if (tty_ >= 0 && is_job_control_stop(WSTOPSIG(status))) {
+                stopped_by_ = WSTOPSIG(status);
             }
+            continue;
+        }
+        leader_running_ = false;
+        if (WIFEXITED(status)) {
+            leader_status_ = WEXITSTATUS(status);
+        } else if (WIFSIGNALED(status)) {
+            leader_status_ = 128 + WTERMSIG(status);
         }
     }
 }
 
-bool job::group_running() const {
+bool job::running() const {
     if (leader_ <= 0) {
         return false;
     }
     // EPERM: a member we may not signal (a set-uid program) is still a member.
-    return ::kill(-leader_, 0) == 0 || errno == EPERM;
-}
-
-bool job::escaped() const {
+    if (::kill(-leader_, 0) == 0 || errno == EPERM) {
+        return true;
+    }
+    // A child of the agent, ended or not: an adopted process (reap() takes
+    // the ended ones first).
     siginfo_t info;
     std::memset(&info, 0, sizeof info);
-    // Children, none of them ended: they run outside the group.
     return ::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
-void job::restore_terminal() {
-    if (gave_terminal_) {
-        ::tcsetpgrp(0, ::getpgrp());  // SIGTTOU is ignored in the agent
-        gave_terminal_ = false;
+bool job::take_job_control_stop() {
+    const bool stopped = stopped_by_ != 0;
+    stopped_by_ = 0;
+    return stopped;
+}
+
+void job::stop_with_terminal() {
+    restore_terminal();
+    ::raise(SIGSTOP);  // the shell sees its job stop and takes the terminal
+    // Continued (fg or bg).
+    if (in_foreground()) {
+        ::tcsetpgrp(tty_, leader_);
+        gave_terminal_ = true;
     }
+}
+
+void job::restore_terminal() {
+    // Only while the group has it: a background agent must not take it.
+    if (gave_terminal_ && ::tcgetpgrp(tty_) == leader_) {
+        ::tcsetpgrp(tty_, ::getpgrp());  // SIGTTOU is ignored in the agent
+    }
+    gave_terminal_ = false;
 }
 
 }  // namespace edgelock_cli

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <strings.h>
+
 #include "edgelock/lock.hpp"
 
 namespace edgelock_cli {
@@ -91,7 +93,7 @@ std::string without_credentials(const std::string& list) {
         const std::size_t scheme = url.find("://");
         const std::size_t at = url.rfind('@');
         if (scheme != std::string::npos && at != std::string::npos && at > scheme &&
-            url.compare(0, 5, "unix:") != 0) {
+            !(url.size() >= 5 && ::strncasecmp(url.c_str(), "unix:", 5) == 0)) {
             url.erase(scheme + 3, at - (scheme + 3) + 1);
         }
         out += (start == 0 ? "" : ",") + url;

@@ -3,6 +3,7 @@
 // lock held for the whole job.
 #include <errno.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -34,21 +35,18 @@ std::vector<env_change> child_environment(const client_lock& l) {
     return env;
 }
 
-// After the release: true when a quorum of nodes answered that the key was
-// no longer ours (evicted, deleted, expired), so the command may have run
-// without the lock. Nodes that did not answer prove nothing either way.
+// After the release: true when nodes enough to rule out a quorum answered
+// that the key was not ours any more (evicted, deleted, expired), so the
+// command may have run without the lock. Silent nodes prove nothing.
 bool vanished_under_us(const client_lock& l, const op_result& r) {
-    if (r.error != client_errc::ok || r.event.kind != lock_event_kind::released ||
-        r.event.nodes >= l.machine().quorum()) {
-        return false;
-    }
-    unsigned answered = 0;
-    for (std::uint8_t i = 0; i < nodes.node_count(); ++i) {
-        const node_info n = nodes.node(i);
-        answered += n.state == node_state::ready && n.error == node_error::none ? 1U : 0U;
-    }
-    const unsigned absent = answered > r.event.nodes ? answered - r.event.nodes : 0;
-    return absent > static_cast<unsigned>(nodes.node_count() - l.machine().quorum());
+    return r.error == client_errc::ok && r.event.kind == lock_event_kind::released &&
+           r.event.nodes < l.machine().quorum() &&
+           r.event.absent > nodes.node_count() - l.machine().quorum();
+}
+
+// Signals that ask a job to end: a stopped job must be continued to see them.
+bool asks_to_end(int signo) {
+    return signo == SIGTERM || signo == SIGINT || signo == SIGHUP || signo == SIGQUIT;
 }
 
 // Waits for the acquisition; a signal that would end the agent ends it.
@@ -84,13 +82,13 @@ int run_command(client_lock& l) {
         return exit_software;
     }
     const int acquisition = await_acquisition(l);
-    warn_nodes();  // nodes that were not ready after connect
     if (acquisition != 0) {
         return acquisition;
     }
     if (watch.last.kind != lock_event_kind::acquired) {
         return not_acquired(l, watch.last);
     }
+    warn_nodes(true);
 
     job j;
     if (!j.start(opt.child, child_environment(l))) {
@@ -98,18 +96,17 @@ int run_command(client_lock& l) {
         l.release();
         return exit_software;
     }
-    bool stopped_for_lock = false;   // SIGTERM went to the group for the lock's sake
-    bool stopped_leftovers = false;  // ... because the leader exited and left some
+    bool stopped_for_lock = false;  // SIGTERM went to the job for the lock's sake
     instant kill_at = instant::never();
-    instant last_validity = watch.last.validity_deadline;
+    instant give_up_at = instant::never();
     for (;;) {
-        // At risk (renewals failing): the group gets its SIGTERM a grace
-        // before the validity ends, so that SIGKILL, if needed, lands while
-        // the lock is still ours, before anyone else can hold it.
+        // At risk (renewals failing): the job gets its SIGTERM a grace before
+        // the validity ends, so that SIGKILL, if needed, lands while the lock
+        // is still ours, before anyone else can hold it.
         instant term_at = instant::never();
         if (watch.at_risk && !stopped_for_lock) {
             term_at =
-                instant{last_validity.us > opt.grace.us ? last_validity.us - opt.grace.us : 0};
+                instant{watch.validity.us > opt.grace.us ? watch.validity.us - opt.grace.us : 0};
         }
         // Once the leader is gone, members that are not our children end
         // without a SIGCHLD to us: look again now and then.
@@ -117,53 +114,67 @@ int run_command(client_lock& l) {
             j.leader_running() ? instant::never() : port::now() + duration::millis(100);
         bool signalled = false;
         if (!turn(earliest(earliest(kill_at, term_at), recheck), true, signalled)) {
-            j.signal(SIGKILL);
-        }
-        if (watch.last.kind == lock_event_kind::acquired ||
-            watch.last.kind == lock_event_kind::renewed) {
-            last_validity = watch.last.validity_deadline;
+            // Without a working wait the lock cannot be kept: end the job.
+            say(0, "cannot wait for events: %s", std::strerror(errno));
+            stopped_for_lock = true;
+            kill_at = port::now();
+            ::usleep(10000);
         }
         for (int s = next_signal(); s != 0; s = next_signal()) {
-            if (s != SIGCHLD) {
-                j.signal(s);  // the whole group decides what to do with it
+            if (s == SIGCHLD) {
+                continue;
+            }
+            j.signal(s);  // the whole job decides what to do with it
+            if (asks_to_end(s)) {
+                j.signal(SIGCONT);
             }
         }
         j.reap();
-        if (!j.group_running()) {
+        if (j.take_job_control_stop()) {
+            // Ctrl-Z, or a background read of the terminal: stop as a shell's
+            // job would. No renewal while stopped, so check the lock before
+            // the job may go on.
+            say(2, "the command was stopped; stopping too");
+            j.stop_with_terminal();
+            if (l.held()) {
+                j.signal(SIGCONT);
+            } else if (!stopped_for_lock) {
+                say(1, "the lock's validity ended while stopped: stopping the command");
+                stopped_for_lock = true;
+                kill_at = port::now();
+            }
+        }
+        if (!j.running()) {
             break;
         }
         const instant now = port::now();
         const bool risk_due = watch.at_risk && !watch.lost && term_at <= now;
         if ((watch.lost || risk_due) && !stopped_for_lock) {
             stopped_for_lock = true;
-            const duration left = last_validity - now;
+            const duration left = watch.validity - now;
             const duration grace = left < opt.grace ? left : opt.grace;
-            say(1, "stopping the command's process group (SIGTERM, SIGKILL in %llu ms)%s",
+            say(1, "stopping the command (SIGTERM, SIGKILL in %llu ms)%s",
                 static_cast<unsigned long long>(grace.ms()),
                 watch.lost ? "" : ": the lock may be lost by then");
             j.signal(SIGTERM);
+            j.signal(SIGCONT);
             kill_at = earliest(kill_at, now + grace);
-        } else if (!j.leader_running() && !stopped_leftovers && !stopped_for_lock) {
-            // The lock is released only once nothing of the job runs.
-            stopped_leftovers = true;
-            say(1,
-                "the command exited and left processes in its group: SIGTERM, SIGKILL in "
-                "%llu ms",
-                static_cast<unsigned long long>(opt.grace.ms()));
-            j.signal(SIGTERM);
-            kill_at = now + opt.grace;
         }
         if (now >= kill_at) {
             j.signal(SIGKILL);
-            kill_at = now + duration::millis(50);  // again, until the group is gone
+            kill_at = now + duration::millis(50);  // again, until the job is gone
+            give_up_at = earliest(give_up_at, now + duration::seconds(2));
+        }
+        if (now >= give_up_at) {
+            // Unkillable (stuck in the kernel), or adopted where /proc cannot
+            // show it: say so rather than wait for it past the lock.
+            say(1,
+                "warning: a process of the command outlived SIGKILL; it may still run, "
+                "without the lock");
+            break;
         }
     }
     j.restore_terminal();
-    if (j.escaped()) {
-        say(1,
-            "warning: a process of the command left its process group and still runs, "
-            "without the lock");
-    }
     if (watch.lost || stopped_for_lock) {
         // Stopped for the lock's sake: whatever it exited with, the job did
         // not finish under the lock. Release what may still be held.

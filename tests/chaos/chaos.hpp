@@ -54,7 +54,10 @@ bool append_line(const std::string& path, const std::string& line);
 bool storage_write(const std::string& dir, std::uint64_t token, int worker);
 
 // The table of who is inside a critical section, shared by every process of a
-// run (a file mapped MAP_SHARED): slot W is 1 while worker W is inside.
+// run (a file mapped MAP_SHARED): slot W holds the process group of the
+// process running worker W's section while it is inside, 0 otherwise. (An
+// agent runs its command in a process group of its own: stopping a holder
+// stops that group as well as the worker's.)
 class holders {
 public:
     holders() = default;
@@ -62,12 +65,15 @@ public:
     holders(const holders&) = delete;
     holders& operator=(const holders&) = delete;
     bool open(const std::string& dir, int workers, bool create);
-    void set(int worker, bool inside);
-    bool inside(int worker) const;
+    // Called by the process running the section: enters with its own group.
+    void enter(int worker);
+    void leave(int worker);
+    bool inside(int worker) const { return group(worker) != 0; }
+    int group(int worker) const;
     int count() const { return count_; }
 
 private:
-    volatile std::uint8_t* map_ = nullptr;
+    volatile std::int32_t* map_ = nullptr;
     int count_ = 0;
 };
 

@@ -77,9 +77,17 @@ bool storage_write(const std::string& dir, std::uint64_t token, int worker) {
     return accepted;
 }
 
+namespace {
+
+std::size_t size_of(int workers) {
+    return static_cast<std::size_t>(workers) * sizeof(std::int32_t);
+}
+
+}  // namespace
+
 holders::~holders() {
     if (map_ != nullptr) {
-        ::munmap(const_cast<std::uint8_t*>(map_), static_cast<std::size_t>(count_));
+        ::munmap(const_cast<std::int32_t*>(map_), size_of(count_));
     }
 }
 
@@ -89,29 +97,34 @@ bool holders::open(const std::string& dir, int workers, bool create) {
     if (fd < 0) {
         return false;
     }
-    if (create && ::ftruncate(fd, workers) != 0) {
+    if (create && ::ftruncate(fd, static_cast<off_t>(size_of(workers))) != 0) {
         ::close(fd);
         return false;
     }
-    void* p = ::mmap(nullptr, static_cast<std::size_t>(workers), PROT_READ | PROT_WRITE, MAP_SHARED,
-                     fd, 0);
+    void* p = ::mmap(nullptr, size_of(workers), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
     if (p == MAP_FAILED) {
         return false;
     }
-    map_ = static_cast<volatile std::uint8_t*>(p);
+    map_ = static_cast<volatile std::int32_t*>(p);
     count_ = workers;
     return true;
 }
 
-void holders::set(int worker, bool inside) {
+void holders::enter(int worker) {
     if (map_ != nullptr && worker >= 0 && worker < count_) {
-        map_[worker] = inside ? 1 : 0;
+        map_[worker] = static_cast<std::int32_t>(::getpgrp());
     }
 }
 
-bool holders::inside(int worker) const {
-    return map_ != nullptr && worker >= 0 && worker < count_ && map_[worker] != 0;
+void holders::leave(int worker) {
+    if (map_ != nullptr && worker >= 0 && worker < count_) {
+        map_[worker] = 0;
+    }
+}
+
+int holders::group(int worker) const {
+    return map_ != nullptr && worker >= 0 && worker < count_ ? map_[worker] : 0;
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {

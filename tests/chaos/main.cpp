@@ -103,7 +103,8 @@ bool parse(int argc, char** argv, options& o) {
 // One injected fault, from start until it is healed.
 struct active_fault {
     std::string kind;
-    int target = 0;  // a node, or a worker for holder_pause
+    int target = 0;   // a node, or a worker for holder_pause
+    int section = 0;  // holder_pause: the section's own process group, when not the worker's
     std::int64_t start = 0;
     std::int64_t end = 0;  // when it is healed
     std::string detail;
@@ -188,7 +189,13 @@ void chaos_run::inject() {
         }
         f.target = inside[static_cast<std::size_t>(
             uniform(0, static_cast<std::int64_t>(inside.size()) - 1))];
-        ::kill(-workers_[static_cast<std::size_t>(f.target)], SIGSTOP);
+        const pid_t worker = workers_[static_cast<std::size_t>(f.target)];
+        const int section = table_.group(f.target);
+        ::kill(-worker, SIGSTOP);
+        if (section > 0 && section != worker) {
+            ::kill(-section, SIGSTOP);  // an agent's command: a group of its own
+            f.section = section;
+        }
         f.start = now_ns();
         f.end = f.start + ms_to_ns(uniform(ttl_ms * 3 / 2, ttl_ms * 5 / 2));
         active_.push_back(f);
@@ -245,6 +252,9 @@ void chaos_run::inject() {
 void chaos_run::heal(active_fault& f) {
     if (f.kind == "holder_pause") {
         // A worker that ended was reaped and its group killed: nothing to wake.
+        if (f.section > 0) {
+            ::kill(-f.section, SIGCONT);
+        }
         if (workers_[static_cast<std::size_t>(f.target)] > 0) {
             ::kill(-workers_[static_cast<std::size_t>(f.target)], SIGCONT);
         }

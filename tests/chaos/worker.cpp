@@ -172,7 +172,7 @@ int library_worker_main(int argc, char** argv) {
         // left the moment the lock is not known to be ours.
         const std::uint64_t token = l.fence();
         const std::int64_t enter = now_ns();
-        table.set(id, true);
+        table.enter(id);
         log.enter(seq, token);
         const std::int64_t hold = ms_to_ns(pick_hold_ms(rng));
         const std::int64_t write_at =
@@ -203,7 +203,7 @@ int library_worker_main(int argc, char** argv) {
             c.run_for(edgelock::duration::micros(static_cast<std::uint64_t>(step / 1000 + 1)));
         }
         log.exit(seq, token, last_held, outcome);
-        table.set(id, false);
+        table.leave(id);
 
         const std::int64_t t2 = now_ns();
         const edgelock::op_result rr = l.release();
@@ -296,7 +296,7 @@ int section_main(int argc, char** argv) {
     table.open(dir, workers, false);
 
     const std::int64_t enter = now_ns();
-    table.set(id, true);
+    table.enter(id);
     log.enter(seq, token);
     bool wrote = false;
     const char* outcome = "done";
@@ -317,7 +317,7 @@ int section_main(int argc, char** argv) {
         sleep_ms(1);
     }
     log.exit(seq, token, now_ns(), outcome);
-    table.set(id, false);
+    table.leave(id);
     return 0;
 }
 

@@ -6,6 +6,7 @@
 //   REQUIRE(r.status == 0);
 #pragma once
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
@@ -119,6 +120,67 @@ inline bool file_exists(const std::string& path) {
 inline bool one_line(const std::string& s) {
     return !s.empty() && s.back() == '\n' && std::count(s.begin(), s.end(), '\n') == 1;
 }
+
+inline std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+// Waits up to timeout_s for cond(); true when it held.
+template <class F>
+bool wait_for(F cond, double timeout_s) {
+    const double deadline = mono_s() + timeout_s;
+    while (mono_s() < deadline) {
+        if (cond()) {
+            return true;
+        }
+        ::usleep(10000);
+    }
+    return cond();
+}
+
+// The pid a child wrote to `path` (`echo $$ > path`), once it is there; 0
+// when none came within 5 s.
+inline pid_t pid_in(const std::string& path) {
+    pid_t pid = 0;
+    wait_for(
+        [&] {
+            std::istringstream in(read_file(path));
+            return static_cast<bool>(in >> pid) && pid > 0;
+        },
+        5.0);
+    return pid;
+}
+
+// The state letter of /proc/PID/stat (R, S, T, Z, ...), or 0 when it is gone.
+inline char process_state(pid_t pid) {
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const std::size_t paren = stat.rfind(')');
+    return paren == std::string::npos || paren + 2 >= stat.size() ? 0 : stat[paren + 2];
+}
+
+// Running, sleeping or stopped: not gone and not a zombie.
+inline bool alive(pid_t pid) {
+    const char state = pid > 0 ? process_state(pid) : 0;
+    return state != 0 && state != 'Z' && state != 'X';
+}
+
+// Kills, when the test ends, processes a failing case may have left behind.
+struct reaper {
+    std::vector<pid_t> pids;
+    reaper() = default;
+    reaper(const reaper&) = delete;
+    reaper& operator=(const reaper&) = delete;
+    ~reaper() {
+        for (pid_t p : pids) {
+            if (alive(p)) {
+                ::kill(p, SIGKILL);
+            }
+        }
+    }
+};
 
 // A positive decimal integer, or -1.
 inline long long positive(const std::string& s) {

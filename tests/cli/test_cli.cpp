@@ -46,12 +46,14 @@ using edgelock_test::mono_s;
 using edgelock_test::one_line;
 using edgelock_test::positive;
 using edgelock_test::process;
+using edgelock_test::read_file;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
 using edgelock_test::run_result;
 using edgelock_test::show;
 using edgelock_test::temp_dir;
 using edgelock_test::url;
+using edgelock_test::wait_for;
 using edgelock_test::write_file;
 
 namespace {
@@ -86,26 +88,6 @@ bool is_token(const std::string& s) {
     return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) {
                return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
            });
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-// Waits up to timeout_s for cond(); true when it held.
-template <class F>
-bool wait_for(F cond, double timeout_s) {
-    const double deadline = mono_s() + timeout_s;
-    while (mono_s() < deadline) {
-        if (cond()) {
-            return true;
-        }
-        ::usleep(10000);
-    }
-    return cond();
 }
 
 std::string redis_key(const std::string& key) {
