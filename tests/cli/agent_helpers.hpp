@@ -37,6 +37,16 @@ constexpr int exit_usage = 64;
 constexpr int exit_unavailable = 69;
 constexpr int exit_lost = 75;
 
+// The key of the lock named `name` (a plain lock's key today).
+inline std::string lock_key(const std::string& name) {
+    return "{" + name + "}";
+}
+
+// EXISTS on the lock named `name`: 1 held, 0 free.
+inline long long lock_exists(redis_client& c, const std::string& name) {
+    return c.command({"EXISTS", lock_key(name)}).integer;
+}
+
 inline std::string url(const redis_server& s) {
     return "redis://127.0.0.1:" + std::to_string(s.port());
 }

@@ -42,6 +42,8 @@ using edgelock_test::exit_lost;
 using edgelock_test::exit_unavailable;
 using edgelock_test::exit_usage;
 using edgelock_test::file_exists;
+using edgelock_test::lock_exists;
+using edgelock_test::lock_key;
 using edgelock_test::mono_s;
 using edgelock_test::one_line;
 using edgelock_test::positive;
@@ -90,22 +92,14 @@ bool is_token(const std::string& s) {
            });
 }
 
-std::string redis_key(const std::string& key) {
-    return "{" + key + "}";
-}
-
 // GET {key}: the value, or "" when the key does not exist.
 std::string get(redis_client& c, const std::string& key) {
-    const edgelock_test::reply r = c.command({"GET", redis_key(key)});
+    const edgelock_test::reply r = c.command({"GET", lock_key(key)});
     return r.type == '$' || r.type == '+' ? r.text : std::string();
 }
 
-long long exists(redis_client& c, const std::string& key) {
-    return c.command({"EXISTS", redis_key(key)}).integer;
-}
-
 long long pttl(redis_client& c, const std::string& key) {
-    return c.command({"PTTL", redis_key(key)}).integer;
+    return c.command({"PTTL", lock_key(key)}).integer;
 }
 
 // Seconds since the epoch, as `date +%s.%N` prints them in a child.
@@ -140,7 +134,7 @@ TEST_CASE("cli: run passes the child's exit status through", "[cli]") {
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == w.status);
-        CHECK(exists(admin, key) == 0);  // released when the child exited
+        CHECK(lock_exists(admin, key) == 0);  // released when the child exited
     }
 
     const strings args{"run", "-N", url(srv), key, "--", "true"};
@@ -193,7 +187,7 @@ TEST_CASE("cli: run --fencing gives the child increasing fencing tokens", "[cli]
         CHECK(token > 0);
         CHECK(token > previous);
         previous = token;
-        CHECK(exists(admin, key) == 0);
+        CHECK(lock_exists(admin, key) == 0);
     }
 
     // acquire --fencing on the same key continues the sequence.
@@ -236,7 +230,7 @@ TEST_CASE("cli: run forwards SIGTERM, SIGINT and SIGHUP to the child", "[cli]") 
         INFO("signal " << w.name << "\n" << show(args, r));
         REQUIRE(child_started);
         CHECK(r.status == 3);
-        CHECK(exists(admin, key) == 0);
+        CHECK(lock_exists(admin, key) == 0);
     }
 }
 
@@ -298,14 +292,14 @@ TEST_CASE("cli: run -w waits for the holder's lock to expire", "[cli]") {
     redis_client admin(srv.port());
     const std::string key = "cli-wait";
 
-    REQUIRE(admin.command({"SET", redis_key(key), "someone-else", "PX", "500"}).text == "OK");
+    REQUIRE(admin.command({"SET", lock_key(key), "someone-else", "PX", "500"}).text == "OK");
     const strings args{"run", "-w", "1s", "-N", url(srv), key, "--", "true"};
     const run_result r = agent(args);
     INFO(show(args, r));
     CHECK(r.status == 0);
     CHECK(r.seconds > 0.2);  // it cannot have had the lock before the expiry
     CHECK(r.seconds < 3.0);
-    CHECK(exists(admin, key) == 0);
+    CHECK(lock_exists(admin, key) == 0);
 }
 
 TEST_CASE("cli: a signal while waiting for the lock ends the wait, no command run", "[cli]") {
@@ -313,7 +307,7 @@ TEST_CASE("cli: a signal while waiting for the lock ends the wait, no command ru
     redis_client admin(srv.port());
     temp_dir dir;
     const std::string key = "cli-wait-signal";
-    REQUIRE(admin.command({"SET", redis_key(key), "holder", "PX", "20000"}).text == "OK");
+    REQUIRE(admin.command({"SET", lock_key(key), "holder", "PX", "20000"}).text == "OK");
 
     agent_run a({"run", "-w", "20s", "-N", url(srv), key, "--", "touch", dir / "ran"}, {});
     ::usleep(300000);
@@ -336,7 +330,7 @@ TEST_CASE("cli: run of a command that cannot be started is 127, lock released", 
     INFO(show(args, r));
     CHECK(r.status == 127);  // as env(1) and timeout(1) say it
     CHECK_FALSE(r.err.empty());
-    CHECK(exists(admin, key) == 0);
+    CHECK(lock_exists(admin, key) == 0);
 }
 
 // --- mutual exclusion ---------------------------------------------------------
@@ -374,7 +368,7 @@ TEST_CASE("cli: concurrent runs exclude each other", "[cli]") {
         CHECK(read_file(counter) == "8\n");
         for (std::size_t i = 0; i < nodes; ++i) {
             redis_client admin(servers[i]->port());
-            CHECK(exists(admin, key) == 0);
+            CHECK(lock_exists(admin, key) == 0);
         }
     }
 }
@@ -407,7 +401,7 @@ TEST_CASE("cli: run renews the lock while the child outlives the ttl", "[cli]") 
     CHECK(max_pttl <= 1000);
     CHECK(r.status == 0);
     CHECK(r.seconds >= 3.0);
-    CHECK(exists(admin, key) == 0);
+    CHECK(lock_exists(admin, key) == 0);
 }
 
 TEST_CASE("cli: a lost lock stops the child: SIGTERM, SIGKILL after the grace, 75", "[cli]") {
@@ -427,7 +421,7 @@ TEST_CASE("cli: a lost lock stops the child: SIGTERM, SIGKILL after the grace, 7
     REQUIRE(is_token(get(admin, key)));
     ::usleep(200000);
     // Someone else takes the key: the agent's next renew finds it not ours.
-    REQUIRE(admin.command({"SET", redis_key(key), "other", "PX", "60000"}).text == "OK");
+    REQUIRE(admin.command({"SET", lock_key(key), "other", "PX", "60000"}).text == "OK");
     const double taken = mono_s();
     const run_result r = a.finish(15.0);
     const double after = mono_s() - taken;
@@ -581,7 +575,7 @@ TEST_CASE("cli: one hostile node of three does not stop the lock; two do", "[cli
     CHECK((r.status == exit_unavailable || r.status == exit_conflict));
     CHECK(r.seconds < 10.0);
     redis_client admin(a.port());
-    CHECK(exists(admin, "cli-two-hostile") == 0);  // the partial acquisition undone
+    CHECK(lock_exists(admin, "cli-two-hostile") == 0);  // the partial acquisition undone
 }
 
 TEST_CASE("cli: fencing tokens keep increasing as nodes die and come back empty", "[cli]") {
@@ -691,7 +685,7 @@ TEST_CASE("cli: acquire, renew, release and status", "[cli]") {
         INFO(show(args, r));
         CHECK(r.status == 0);
         for (auto& c : admins) {
-            CHECK(exists(*c, key) == 0);
+            CHECK(lock_exists(*c, key) == 0);
         }
     }
     {

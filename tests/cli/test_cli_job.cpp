@@ -25,6 +25,8 @@ using edgelock_test::exit_conflict;
 using edgelock_test::exit_lost;
 using edgelock_test::exit_unavailable;
 using edgelock_test::file_exists;
+using edgelock_test::lock_exists;
+using edgelock_test::lock_key;
 using edgelock_test::mono_s;
 using edgelock_test::pid_in;
 using edgelock_test::process;
@@ -38,20 +40,6 @@ using edgelock_test::show;
 using edgelock_test::temp_dir;
 using edgelock_test::url;
 using edgelock_test::wait_for;
-
-namespace {
-
-using strings = std::vector<std::string>;
-
-std::string lock_key(const std::string& name) {
-    return "{" + name + "}";
-}
-
-long long exists(redis_client& c, const std::string& name) {
-    return c.command({"EXISTS", lock_key(name)}).integer;
-}
-
-}  // namespace
 
 TEST_CASE("cli job: a lost lock stops the command's grandchildren too", "[cli]") {
     redis_server srv;
@@ -94,13 +82,13 @@ TEST_CASE("cli job: the lock is held until what the command left behind has ende
     const pid_t bg = pid_in(bg_pid);
     r.pids.push_back(bg);
     REQUIRE(bg > 0);
-    CHECK(exists(admin, "job-leftover") == 1);  // still held: part of the job runs
+    CHECK(lock_exists(admin, "job-leftover") == 1);  // still held: part of the job runs
     const run_result res = a.finish(15.0);
     INFO(show(a.args, res));
     CHECK(res.status == 3);    // the leader's status
     CHECK(file_exists(done));  // it was let finish, under the lock
     CHECK_FALSE(alive(bg));
-    CHECK(exists(admin, "job-leftover") == 0);  // and only then released
+    CHECK(lock_exists(admin, "job-leftover") == 0);  // and only then released
 }
 
 TEST_CASE("cli job: a signal to the agent reaches every process of the group", "[cli]") {
@@ -146,7 +134,7 @@ TEST_CASE("cli job: QUIT, USR1, USR2 and ALRM are forwarded, not fatal to the ag
         const run_result res = a.finish(10.0);
         INFO(w.name << "\n" << show(a.args, res));
         CHECK(res.status == 7);  // the agent lived to report the command's status
-        CHECK(exists(admin, "safety-signals") == 0);
+        CHECK(lock_exists(admin, "safety-signals") == 0);
     }
 }
 
@@ -170,7 +158,7 @@ TEST_CASE("cli job: a reader that goes away does not kill the agent (SIGPIPE)", 
     CHECK(other.status == exit_conflict);
     CHECK(file_exists(done));
     CHECK(read_file(status) == "0\n");
-    CHECK(exists(admin, "safety-pipe") == 0);
+    CHECK(lock_exists(admin, "safety-pipe") == 0);
 }
 
 TEST_CASE("cli job: kill -9 of the agent takes the command with it", "[cli]") {
@@ -205,13 +193,13 @@ TEST_CASE("cli job: a process that left the group (setsid) is still covered by t
     const pid_t escaped = pid_in(escaped_pid);
     r.pids.push_back(escaped);
     REQUIRE(escaped > 0);
-    CHECK(exists(admin, "job-setsid") == 1);  // held while it runs
+    CHECK(lock_exists(admin, "job-setsid") == 1);  // held while it runs
     const run_result res = a.finish(15.0);
     INFO(show(a.args, res));
     CHECK(res.status == 0);  // the leader's (setsid's) status
     CHECK(file_exists(done));
     CHECK(res.seconds >= 1.0);
-    CHECK(exists(admin, "job-setsid") == 0);
+    CHECK(lock_exists(admin, "job-setsid") == 0);
 }
 
 TEST_CASE("cli job: a lost lock stops a process that left the group too", "[cli]") {
@@ -259,7 +247,7 @@ TEST_CASE("cli job: a stopped command still hears a forwarded SIGTERM", "[cli]")
     const run_result res = a.finish(10.0);
     INFO(show(a.args, res));
     CHECK(res.status == 5);
-    CHECK(exists(admin, "job-stopped") == 0);
+    CHECK(lock_exists(admin, "job-stopped") == 0);
 }
 
 TEST_CASE("cli job: the command reads the terminal even when stdin is not it", "[cli]") {

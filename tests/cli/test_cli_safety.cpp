@@ -23,6 +23,8 @@ using edgelock_test::exit_conflict;
 using edgelock_test::exit_lost;
 using edgelock_test::exit_unavailable;
 using edgelock_test::file_exists;
+using edgelock_test::lock_exists;
+using edgelock_test::lock_key;
 using edgelock_test::mono_s;
 using edgelock_test::pid_in;
 using edgelock_test::process;
@@ -36,20 +38,6 @@ using edgelock_test::show;
 using edgelock_test::temp_dir;
 using edgelock_test::url;
 using edgelock_test::wait_for;
-
-namespace {
-
-using strings = std::vector<std::string>;
-
-std::string lock_key(const std::string& name) {
-    return "{" + name + "}";
-}
-
-long long exists(redis_client& c, const std::string& name) {
-    return c.command({"EXISTS", lock_key(name)}).integer;
-}
-
-}  // namespace
 
 TEST_CASE("cli safety: a key deleted under the command makes run exit 75", "[cli]") {
     redis_server srv;
@@ -83,11 +71,11 @@ TEST_CASE("cli safety: a key evicted under memory pressure makes run exit 75", "
     REQUIRE(wait_for([&] { return file_exists(started); }, 5.0));
     const std::string big(64 * 1024, 'x');
     int writes = 0;
-    while (exists(admin, "safety-evicted") == 1 && writes < 2000) {
+    while (lock_exists(admin, "safety-evicted") == 1 && writes < 2000) {
         admin.command({"SET", "filler:" + std::to_string(writes++), big});
     }
     INFO("filler writes: " << writes);
-    REQUIRE(exists(admin, "safety-evicted") == 0);
+    REQUIRE(lock_exists(admin, "safety-evicted") == 0);
     std::ofstream(go).put('\n');
     const run_result res = a.finish(10.0);
     INFO(show(a.args, res));
