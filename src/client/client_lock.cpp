@@ -1,0 +1,232 @@
+// A lock on a client: attach and detach, starting operations, and the
+// blocking acquire/renew/release on top of them.
+#include "edgelock/client.hpp"
+
+#include "client_internal.hpp"
+
+namespace edgelock {
+
+using namespace detail;
+
+client_errc client_lock::attach(client_base& c, str_view name, const lock_options& options,
+                                const watchdog_options& watchdog) noexcept {
+    if (client_ != nullptr) {
+        return client_errc::already_attached;
+    }
+    if (c.node_count_ == 0) {
+        return client_errc::not_configured;
+    }
+    if (watchdog.enabled && watchdog.renew_every.us != 0 &&
+        watchdog.renew_every >=
+            options.ttl - redlock_drift(options.ttl, options.drift_ppm, options.drift_fixed)) {
+        return client_errc::bad_option;  // it would renew after the validity has ended
+    }
+    const lock_errc e =
+        machine_.configure(name, c.node_count_, options, client_base::system_random());
+    lock_error_ = e;
+    if (e != lock_errc::ok) {
+        return client_errc::lock_rejected;
+    }
+    client_ = &c;
+    watchdog_ = watchdog;
+    ttl_ = options.ttl;
+    node_timeout_ = options.node_timeout;
+    max_tries_ = options.max_tries;
+    wait_ = options.wait;
+    renew_at_ = instant::never();
+    pending_ = op::none;
+    running_ = op::none;
+    c.link(*this);
+    return client_errc::ok;
+}
+
+void client_lock::detach() noexcept {
+    if (client_ == nullptr) {
+        return;
+    }
+    client_->unlink(*this);
+    client_ = nullptr;
+    pending_ = op::none;
+    running_ = op::none;
+    renew_at_ = instant::never();
+}
+
+bool client_lock::held() const noexcept {
+    return machine_.held() && port::now() < machine_.validity_deadline();
+}
+
+client_errc client_lock::start(op kind, std::uint32_t max_tries, duration wait) noexcept {
+    if (client_ == nullptr) {
+        return client_errc::not_attached;
+    }
+    const instant now = port::now();
+    // Bring the machine up to date first: a lock whose validity ended while
+    // nobody drove the client is lost, not busy. Only this lock: a full
+    // service here would make starting n locks cost n^2.
+    if (machine_.next_deadline() <= now) {
+        machine_.on_timeout(now);
+        client_->pump_events(*this, now);
+    }
+    const lock_state s = machine_.state();
+    switch (kind) {
+    case op::acquire:
+        if (s != lock_state::idle || pending_ != op::none || running_ != op::none) {
+            return client_errc::busy;
+        }
+        break;
+    case op::renew:
+        if (s == lock_state::idle) {
+            return pending_ == op::none ? client_errc::not_held : client_errc::busy;
+        }
+        if (s != lock_state::held && s != lock_state::renewing) {
+            return client_errc::busy;  // acquiring or releasing
+        }
+        if (pending_ != op::none && pending_ != op::renew) {
+            return client_errc::busy;
+        }
+        if (pending_ == op::renew || running_ == op::renew || s == lock_state::renewing) {
+            // The watchdog's renew is under way: its outcome is the answer.
+            if (pending_ != op::renew) {
+                running_ = op::renew;
+            }
+            return client_errc::ok;
+        }
+        break;
+    case op::release:
+        // Stops anything else of this lock, as the machine's release does.
+        if (s == lock_state::idle) {
+            if (pending_ == op::acquire) {
+                pending_ = op::none;  // an acquisition not yet started is cancelled
+                return client_errc::ok;
+            }
+            return client_errc::not_held;
+        }
+        break;
+    case op::none:
+        return client_errc::bad_option;
+    }
+    if (kind == op::acquire) {
+        // Only now: a refused call must not rewrite the retries of an
+        // acquisition that is still waiting for its nodes.
+        max_tries_ = max_tries;
+        wait_ = wait;
+    }
+    pending_ = kind;
+    pending_since_ = now;
+    running_ = op::none;
+    // The operation begins at the client's next call: next_deadline() is now.
+    // Starting many locks in a row therefore costs one service, not one each.
+    return client_errc::ok;
+}
+
+client_errc client_lock::resume(const owner_token& token) noexcept {
+    if (client_ == nullptr) {
+        return client_errc::not_attached;
+    }
+    if (pending_ != op::none || running_ != op::none) {
+        return client_errc::busy;
+    }
+    const lock_errc e = machine_.resume(token, port::now());
+    lock_error_ = e;
+    if (e != lock_errc::ok) {
+        return e == lock_errc::busy ? client_errc::busy : client_errc::lock_rejected;
+    }
+    return client_errc::ok;
+}
+
+client_errc client_lock::start_acquire(std::uint32_t max_tries, duration wait) noexcept {
+    if (max_tries == 0) {
+        return client_errc::bad_option;
+    }
+    return start(op::acquire, max_tries, wait);
+}
+
+client_errc client_lock::start_renew() noexcept {
+    return start(op::renew);
+}
+
+client_errc client_lock::start_release() noexcept {
+    return start(op::release);
+}
+
+op_result client_lock::run(op kind, std::uint32_t max_tries, duration wait) noexcept {
+    op_result out;
+    if (client_ == nullptr) {
+        out.error = client_errc::not_attached;
+        return out;
+    }
+    if (client_->in_callback_) {
+        out.error = client_errc::reentered;
+        return out;
+    }
+    // A bound that no correct run reaches: connect, the operation's own time
+    // (its wait, or the validity it can renew within), and slack.
+    const client_options& co = client_->options_;
+    duration span = co.connect_timeout + co.connect_timeout + ttl_ + duration::seconds(5);
+    if (kind == op::acquire) {
+        span = span + wait;
+    }
+    const instant bound = port::now() + span;
+    // The outcome is written into `out` by whatever ends the operation, which
+    // may happen inside start() already.
+    waiter_ = &out;
+    out.error = start(kind, max_tries, wait);
+    if (out.error != client_errc::ok) {
+        waiter_ = nullptr;
+        return out;
+    }
+    client_->service(port::now());  // sends it now, before the first wait
+    if (kind == op::release && pending_ == op::none && running_ == op::none && waiter_ == &out) {
+        // A release that only cancelled an acquisition not yet started.
+        waiter_ = nullptr;
+        out.event.kind = lock_event_kind::released;
+        return out;
+    }
+    while (waiter_ == &out) {
+        client_errc e = client_errc::ok;
+        if (client_ == nullptr) {
+            e = client_errc::not_attached;
+        } else if (port::now() >= bound) {
+            e = client_errc::deadline;
+        } else {
+            e = client_->step(bound);
+        }
+        if (e != client_errc::ok) {
+            waiter_ = nullptr;
+            abandon();
+            out.error = e;
+            return out;
+        }
+    }
+    return out;
+}
+
+// A blocking call gave up: nothing may go on in the background unseen. An
+// acquisition still running is released (it might yet win); anything not yet
+// started is dropped.
+void client_lock::abandon() noexcept {
+    pending_ = op::none;
+    if (client_ != nullptr && running_ == op::acquire) {
+        running_ = op::none;
+        machine_.release(port::now());
+        client_->pump_events(*this, port::now());
+    }
+}
+
+op_result client_lock::try_acquire() noexcept {
+    return run(op::acquire, 1, wait_);
+}
+
+op_result client_lock::acquire(duration wait) noexcept {
+    return run(op::acquire, UINT32_MAX, wait);
+}
+
+op_result client_lock::renew() noexcept {
+    return run(op::renew);
+}
+
+op_result client_lock::release() noexcept {
+    return run(op::release);
+}
+
+}  // namespace edgelock

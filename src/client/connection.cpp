@@ -1,0 +1,187 @@
+// A node's connection: connecting (each resolved address in turn, within
+// connect_timeout), failing with a reason and a backoff, and dropping, which
+// every lock on the client hears of.
+#include "edgelock/client.hpp"
+
+#include "client_internal.hpp"
+
+namespace edgelock {
+
+using namespace detail;
+
+namespace {
+
+constexpr unsigned max_addresses = 8;  // of one host name, tried in turn
+
+// An error that says what the server told us keeps its message.
+bool keeps_message(node_error why) {
+    return why == node_error::auth_failed || why == node_error::select_failed ||
+           why == node_error::hello_failed || why == node_error::setup_failed ||
+           why == node_error::replica;
+}
+
+}  // namespace
+
+void client_base::disconnect() noexcept {
+    const instant now = port::now();
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        if (conns_[n].fd >= 0) {
+            drop(n, now);
+        }
+        conns_[n].state = node_state::down;
+        conns_[n].failures = 0;
+    }
+}
+
+// Closes the socket and tells every lock with a request on it.
+void client_base::drop(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    if (c.fd >= 0) {
+        port::close(c.fd);
+        c.fd = -1;
+    }
+    c.rx_size = 0;
+    c.tx_size = 0;
+    c.skip = 0;
+    c.want_write = false;
+    c.setup_step = 0;
+    c.setup_pending = 0;
+    for (std::uint16_t i = 0; i < c.fifo_count; ++i) {
+        const detail::pending_reply& p = c.fifo[(c.fifo_head + i) % EDGELOCK_CLIENT_PIPELINE];
+        if (p.lock == nullptr && p.tag == step_command && command_fn_ != nullptr) {
+            const reply_callback fn = command_fn_;
+            command_fn_ = nullptr;
+            fn(command_ctx_, nullptr, 0);
+        }
+    }
+    c.fifo_count = 0;
+    c.fifo_head = 0;
+    // Every lock hears of it (once), whether or not it had a request out: the
+    // machine ignores a disconnect that concerns nothing of its own.
+    for (client_lock* l = locks_; l != nullptr;) {
+        client_lock* next = l->next_;
+        l->machine_.on_disconnected(n, now);
+        pump_events(*l, now);
+        l = next;
+    }
+}
+
+void client_base::fail(std::uint8_t n, node_error why, int code, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.error = why;
+    c.code = code;
+    if (!keeps_message(why)) {
+        c.message_size = 0;
+    }
+    drop(n, now);
+    // Exponential backoff with jitter in [delay/2, delay].
+    std::uint64_t delay = options_.reconnect_min.us;
+    for (std::uint8_t i = 0; i < c.failures && delay < options_.reconnect_max.us; ++i) {
+        delay *= 2;
+    }
+    if (delay > options_.reconnect_max.us) {
+        delay = options_.reconnect_max.us;
+    }
+    std::uint64_t jittered = delay;
+    if (!random_between(system_random(), delay / 2, delay, jittered)) {
+        jittered = delay;
+    }
+    if (c.failures < 255) {
+        ++c.failures;
+    }
+    c.state = node_state::backoff;
+    c.deadline = now + duration::micros(jittered);
+}
+
+void client_base::fail_message(std::uint8_t n, node_error why, const resp_node* nodes,
+                               std::size_t count, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.message_size = 0;
+    if (count > 0 && nodes[0].has_text()) {
+        c.message_size = copy_text(c.message, sizeof c.message, nodes[0].text);
+    }
+    fail(n, why, 0, now);
+}
+
+void client_base::start_connect(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.deadline = now + options_.connect_timeout;
+    c.attempt = 0;
+    try_addresses(n, now);
+}
+
+void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    const port::net_result r = port::connect_finish(c.fd);
+    if (r.status == port::net_status::ok) {
+        connected(n, now);
+        return;
+    }
+    if (r.status == port::net_status::in_progress) {
+        return;  // a stale readiness report; the connect goes on
+    }
+    port::close(c.fd);
+    c.fd = -1;
+    c.error = from_net(r.status);
+    c.code = r.code;
+    ++c.attempt;  // the next address, within the same deadline
+    try_addresses(n, now);
+}
+
+// Starts connecting to the node's addresses from c.attempt on, keeping the
+// first that connects or is in progress (a name may resolve to IPv6 and
+// IPv4). When none is left the node fails with the last address's reason.
+void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    port::endpoint where;
+    where.host = c.address.host;
+    where.port = c.address.port;
+    where.unix_path = c.address.unix_path;
+    for (; c.attempt < max_addresses; ++c.attempt) {
+        int fd = -1;
+        const port::net_result r = port::connect(where, c.attempt, fd);
+        if (r.status == port::net_status::ok) {
+            c.fd = fd;
+            connected(n, now);
+            return;
+        }
+        if (r.status == port::net_status::in_progress) {
+            c.fd = fd;
+            c.state = node_state::connecting;
+            c.want_write = true;
+            return;
+        }
+        if (r.status == port::net_status::no_address && c.attempt > 0) {
+            break;
+        }
+        c.error = from_net(r.status);
+        c.code = r.code;
+        // Only another address of the same name can do better.
+        if (!c.address.unix_path.empty() || r.status == port::net_status::resolve_failed ||
+            r.status == port::net_status::bad_argument ||
+            r.status == port::net_status::no_address) {
+            break;
+        }
+    }
+    fail(n, c.error, c.code, now);
+}
+
+void client_base::connected(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.state = node_state::handshake;
+    c.want_write = false;
+    c.rx_size = 0;
+    c.tx_size = 0;
+    c.fifo_head = 0;
+    c.fifo_count = 0;
+    c.setup_step = 0;
+    c.setup_pending = 0;
+    c.message_size = 0;
+    c.skip = 0;
+    c.warning = node_warning::none;  // this connection's INFO says anew
+    c.policy_size = 0;
+    c.progress_at = now;
+    fill_setup(n, now);
+}
+
+}  // namespace edgelock

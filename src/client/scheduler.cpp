@@ -1,0 +1,245 @@
+// The service loop: lock timeouts and the watchdog, starting operations once
+// their nodes are settled, events to the locks' callbacks.
+#include "edgelock/client.hpp"
+
+#include "client_internal.hpp"
+
+namespace edgelock {
+
+using namespace detail;
+
+namespace {
+
+constexpr unsigned max_service_passes = 16;
+
+}  // namespace
+
+void client_base::pump_events(client_lock& l, instant now) noexcept {
+    lock_event ev;
+    while (l.machine_.poll_event(ev)) {
+        l.last_event_ = ev;
+        switch (ev.kind) {
+        case lock_event_kind::acquired:
+        case lock_event_kind::renewed: {
+            duration every = l.watchdog_.renew_every;
+            if (every.us == 0) {
+                every = duration::micros(l.ttl_.us / 3);
+            }
+            l.renew_at_ = l.watchdog_.enabled ? now + every : instant::never();
+            break;
+        }
+        case lock_event_kind::renew_failed:
+            break;
+        default:
+            l.renew_at_ = instant::never();
+            break;
+        }
+        if (l.running_ != client_lock::op::none) {
+            bool ends = false;
+            switch (l.running_) {
+            case client_lock::op::acquire:
+                ends = ev.kind == lock_event_kind::acquired || ev.kind == lock_event_kind::busy ||
+                       ev.kind == lock_event_kind::failed;
+                break;
+            case client_lock::op::renew:
+                ends = ev.kind == lock_event_kind::renewed || ev.kind == lock_event_kind::lost;
+                break;
+            case client_lock::op::release:
+                ends = ev.kind == lock_event_kind::released;
+                break;
+            case client_lock::op::none:
+                break;
+            }
+            if (ends) {
+                l.running_ = client_lock::op::none;
+                if (l.waiter_ != nullptr) {
+                    l.waiter_->event = ev;
+                    l.waiter_ = nullptr;
+                }
+            }
+        }
+        notify(l, ev);
+    }
+}
+
+// Someone needs node n connected: an explicit connect(), a lock with an
+// operation under way or held (the watchdog will need it), or a request or
+// cleanup waiting for it.
+bool client_base::node_wanted(std::uint8_t n) const noexcept {
+    if (connect_wanted_) {
+        return true;
+    }
+    for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
+        if (lock_active(*l) || l->machine_.pending_send(n) != lock::pending::none) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void client_base::notify(client_lock& l, const lock_event& ev) noexcept {
+    if (l.callback_ != nullptr) {
+        const bool outer = in_callback_;
+        in_callback_ = true;
+        l.callback_(l.callback_ctx_, l, ev);
+        in_callback_ = outer;
+    }
+}
+
+// No node is connecting or setting up.
+bool client_base::all_settled() const noexcept {
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        if (!node_settled(n)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::uint8_t client_base::ready_count() const noexcept {
+    std::uint8_t ready = 0;
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        ready = static_cast<std::uint8_t>(ready + (conns_[n].state == node_state::ready ? 1 : 0));
+    }
+    return ready;
+}
+
+bool client_base::node_settled(std::uint8_t n) const noexcept {
+    const node_state s = conns_[n].state;
+    return s == node_state::ready || s == node_state::backoff || s == node_state::down;
+}
+
+bool client_base::lock_active(const client_lock& l) const noexcept {
+    return l.pending_ != client_lock::op::none || l.running_ != client_lock::op::none ||
+           l.machine_.state() != lock_state::idle;
+}
+
+void client_base::begin(client_lock& l, instant now) noexcept {
+    const client_lock::op kind = l.pending_;
+    l.pending_ = client_lock::op::none;
+    lock_errc e = lock_errc::ok;
+    switch (kind) {
+    case client_lock::op::acquire:
+        e = l.machine_.set_retry(l.max_tries_, l.wait_);
+        if (e == lock_errc::ok) {
+            e = l.machine_.acquire(now);
+        }
+        break;
+    case client_lock::op::renew:
+        e = l.machine_.state() == lock_state::renewing ? lock_errc::ok : l.machine_.renew(now);
+        break;
+    case client_lock::op::release:
+        e = l.machine_.state() == lock_state::idle ? lock_errc::not_held : l.machine_.release(now);
+        break;
+    case client_lock::op::none:
+        return;
+    }
+    if (e != lock_errc::ok) {
+        // The lock moved on while its nodes connected (lost, say, and that was
+        // reported), or the machine refused (no random bytes for a token).
+        l.lock_error_ = e;
+        l.running_ = client_lock::op::none;
+        if (l.waiter_ != nullptr) {
+            l.waiter_->error =
+                e == lock_errc::not_held ? client_errc::not_held : client_errc::lock_rejected;
+            l.waiter_->lock_error = e;
+            l.waiter_ = nullptr;
+        }
+        if (kind == client_lock::op::acquire) {
+            // An event-loop owner waits for an outcome: give it one.
+            lock_event ev;
+            ev.kind = lock_event_kind::failed;
+            ev.reason = e == lock_errc::random_failed ? lock_failure::random_failed
+                                                      : lock_failure::no_quorum;
+            notify(l, ev);
+        }
+        return;
+    }
+    l.running_ = kind;
+    pump_events(l, now);  // renew can report lost at once
+}
+
+void client_base::service(instant now) noexcept {
+    if (node_count_ == 0) {
+        return;
+    }
+    for (unsigned pass = 0; pass < max_service_passes; ++pass) {
+        bool changed = false;
+        // Lock deadlines and the watchdog.
+        for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+            if (l->machine_.next_deadline() <= now) {
+                l->machine_.on_timeout(now);
+                pump_events(*l, now);
+            }
+            if (l->renew_at_ <= now) {
+                l->renew_at_ = instant::never();
+                if (l->machine_.state() == lock_state::held &&
+                    l->pending_ == client_lock::op::none && l->running_ == client_lock::op::none) {
+                    l->pending_ = client_lock::op::renew;
+                    l->pending_since_ = now;
+                    changed = true;
+                }
+            }
+        }
+        // Connection deadlines.
+        for (std::uint8_t n = 0; n < node_count_; ++n) {
+            detail::connection& c = conns_[n];
+            if ((c.state == node_state::connecting || c.state == node_state::handshake) &&
+                c.deadline <= now) {
+                fail(n, node_error::connect_timeout, 0, now);
+                changed = true;
+            } else if (c.state == node_state::ready && c.fifo_count > 0 &&
+                       c.progress_at + options_.stall_timeout <= now) {
+                fail(n, node_error::stalled, 0, now);
+                changed = true;
+            }
+        }
+        // Connect nodes someone needs.
+        for (std::uint8_t n = 0; n < node_count_; ++n) {
+            detail::connection& c = conns_[n];
+            if ((c.state == node_state::down ||
+                 (c.state == node_state::backoff && c.deadline <= now)) &&
+                node_wanted(n)) {
+                start_connect(n, now);
+                changed = true;
+            }
+        }
+        // Start operations once no node is still connecting, or once they
+        // have waited a node_timeout for one: a node stuck in set-up (a frozen
+        // server completes the TCP handshake) then counts as a "no" like any
+        // node that does not answer in time, instead of holding up the round.
+        const bool settled = all_settled();
+        for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+            if (l->pending_ != client_lock::op::none &&
+                (settled || l->pending_since_ + l->node_timeout_ <= now)) {
+                begin(*l, now);
+                changed = true;
+            }
+        }
+        // Requests: out on ready connections; failed at once on nodes that
+        // are down (a cleanup stays queued for when the node is back).
+        for (std::uint8_t n = 0; n < node_count_; ++n) {
+            detail::connection& c = conns_[n];
+            if (c.state == node_state::ready || c.state == node_state::handshake) {
+                const std::size_t before = c.fifo_count;
+                transmit(n, now);
+                changed = changed || c.fifo_count != before;
+            } else if (c.state == node_state::backoff || c.state == node_state::down) {
+                for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+                    if (l->machine_.pending_send(n) == lock::pending::request) {
+                        char scratch[lock_max_request];
+                        l->machine_.poll_transmit(n, scratch, sizeof scratch);
+                        l->machine_.on_disconnected(n, now);
+                        pump_events(*l, now);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if (!changed) {
+            return;
+        }
+    }
+}
+
+}  // namespace edgelock
