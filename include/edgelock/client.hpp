@@ -60,6 +60,7 @@
 #include "edgelock/lock.hpp"
 #include "edgelock/node_url.hpp"
 #include "edgelock/port.hpp"
+#include "edgelock/reply_fifo.hpp"
 #include "edgelock/resp.hpp"
 #include "edgelock/resp_decoder.hpp"
 #include "edgelock/str_view.hpp"
@@ -249,8 +250,8 @@ using reply_callback = void (*)(void* ctx, const resp_node* nodes, std::size_t c
 namespace detail {
 
 struct pending_reply {
-    client_lock* lock;  // nullptr: a set-up step, `tag` says which
-    std::uint32_t tag;
+    client_lock* lock = nullptr;  // nullptr: a set-up step, `tag` says which
+    std::uint32_t tag = 0;
 };
 
 struct connection {
@@ -266,8 +267,6 @@ struct connection {
     bool want_write = false;
     instant deadline = instant::never();  // connect / set-up deadline, or end of backoff
     instant progress_at;                  // last reply, or when the pipeline was last empty
-    std::uint16_t fifo_head = 0;
-    std::uint16_t fifo_count = 0;
     std::size_t rx_size = 0;
     std::size_t tx_size = 0;
     std::size_t message_size = 0;
@@ -275,7 +274,7 @@ struct connection {
     std::size_t skip = 0;
     node_warning warning = node_warning::none;
     std::uint8_t policy_size = 0;
-    pending_reply fifo[EDGELOCK_CLIENT_PIPELINE];
+    reply_fifo<pending_reply, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
     char rx[EDGELOCK_CLIENT_RX_BUFFER];
     char tx[EDGELOCK_CLIENT_TX_BUFFER];
     char message[EDGELOCK_CLIENT_MESSAGE];

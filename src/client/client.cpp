@@ -154,8 +154,8 @@ void client_base::unlink(client_lock& l) noexcept {
     // Replies still due for it are read and thrown away.
     for (std::uint8_t n = 0; n < node_count_; ++n) {
         detail::connection& c = conns_[n];
-        for (std::uint16_t i = 0; i < c.fifo_count; ++i) {
-            detail::pending_reply& p = c.fifo[(c.fifo_head + i) % EDGELOCK_CLIENT_PIPELINE];
+        for (std::size_t i = 0; i < c.fifo.size(); ++i) {
+            detail::pending_reply& p = c.fifo[i];
             if (p.lock == &l) {
                 p.lock = nullptr;
                 p.tag = step_discard;

@@ -46,16 +46,15 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
     c.want_write = false;
     c.setup_step = 0;
     c.setup_pending = 0;
-    for (std::uint16_t i = 0; i < c.fifo_count; ++i) {
-        const detail::pending_reply& p = c.fifo[(c.fifo_head + i) % EDGELOCK_CLIENT_PIPELINE];
+    for (std::size_t i = 0; i < c.fifo.size(); ++i) {
+        const detail::pending_reply& p = c.fifo[i];
         if (p.lock == nullptr && p.tag == step_command && command_fn_ != nullptr) {
             const reply_callback fn = command_fn_;
             command_fn_ = nullptr;
             fn(command_ctx_, nullptr, 0);
         }
     }
-    c.fifo_count = 0;
-    c.fifo_head = 0;
+    c.fifo.clear();
     // Every lock hears of it (once), whether or not it had a request out: the
     // machine ignores a disconnect that concerns nothing of its own.
     for (client_lock* l = locks_; l != nullptr;) {
@@ -172,8 +171,7 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.want_write = false;
     c.rx_size = 0;
     c.tx_size = 0;
-    c.fifo_head = 0;
-    c.fifo_count = 0;
+    c.fifo.clear();
     c.setup_step = 0;
     c.setup_pending = 0;
     c.message_size = 0;

@@ -51,7 +51,7 @@ instant client_base::next_deadline() const noexcept {
             next = instant{0};
         } else if (c.state == node_state::backoff && node_wanted(n)) {
             next = earliest(next, c.deadline);
-        } else if (c.state == node_state::ready && c.fifo_count > 0) {
+        } else if (c.state == node_state::ready && !c.fifo.empty()) {
             next = earliest(next, c.progress_at + options_.stall_timeout);
         }
     }
@@ -173,8 +173,7 @@ client_errc client_base::command(std::uint8_t index, const str_view* args, std::
         connect(deadline);
     }
     // Room in the buffer and the pipeline: let what is queued drain first.
-    while (c.state == node_state::ready &&
-           (c.fifo_count == EDGELOCK_CLIENT_PIPELINE || size > sizeof c.tx - c.tx_size) &&
+    while (c.state == node_state::ready && (c.fifo.full() || size > sizeof c.tx - c.tx_size) &&
            port::now() < deadline) {
         if (step(deadline) != client_errc::ok) {
             break;
@@ -185,7 +184,7 @@ client_errc client_base::command(std::uint8_t index, const str_view* args, std::
     }
     const resp_encoded e =
         resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, argc);
-    if (e.error != resp_encode_errc::ok || c.fifo_count == EDGELOCK_CLIENT_PIPELINE) {
+    if (e.error != resp_encode_errc::ok || c.fifo.full()) {
         return e.error == resp_encode_errc::ok ? client_errc::timed_out : client_errc::bad_option;
     }
     c.tx_size += e.size;
@@ -203,8 +202,8 @@ client_errc client_base::command(std::uint8_t index, const str_view* args, std::
     }
     // Given up: its reply, if it ever comes, is read and thrown away.
     command_fn_ = nullptr;
-    for (std::uint16_t i = 0; i < c.fifo_count; ++i) {
-        detail::pending_reply& p = c.fifo[(c.fifo_head + i) % EDGELOCK_CLIENT_PIPELINE];
+    for (std::size_t i = 0; i < c.fifo.size(); ++i) {
+        detail::pending_reply& p = c.fifo[i];
         if (p.lock == nullptr && p.tag == step_command) {
             p.tag = step_discard;
         }

@@ -67,7 +67,7 @@ void client_base::fill_setup(std::uint8_t n, instant now) noexcept {
         password_view = str_view(password, node_url_decode(a.password, password, sizeof password));
     }
     const bool auth = !options_.password.empty() || a.has_password;
-    while (c.setup_step < step_end && c.fifo_count < EDGELOCK_CLIENT_PIPELINE) {
+    while (c.setup_step < step_end && !c.fifo.full()) {
         str_view args[8];
         std::size_t argc = 0;
         const std::uint32_t step = c.setup_step;
@@ -207,10 +207,10 @@ void client_base::setup_reply(std::uint8_t n, std::uint32_t step, const resp_nod
 // "nothing known" now and its bytes are thrown away as they arrive.
 bool client_base::skip_info(std::uint8_t n, std::size_t pos, instant now) noexcept {
     detail::connection& c = conns_[n];
-    if (c.fifo_count == 0) {
+    if (c.fifo.empty()) {
         return false;
     }
-    const detail::pending_reply p = c.fifo[c.fifo_head];
+    const detail::pending_reply p = c.fifo.front();
     if (p.lock != nullptr || !is_info_step(p.tag)) {
         return false;
     }
@@ -218,8 +218,7 @@ bool client_base::skip_info(std::uint8_t n, std::size_t pos, instant now) noexce
     if (size == 0) {
         return false;
     }
-    c.fifo_head = static_cast<std::uint16_t>((c.fifo_head + 1) % EDGELOCK_CLIENT_PIPELINE);
-    --c.fifo_count;
+    c.fifo.pop();
     c.skip = size;
     c.progress_at = now;
     setup_reply(n, p.tag, nullptr, 0, now);

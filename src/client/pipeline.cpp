@@ -32,15 +32,10 @@ void note_lock_reply(detail::connection& c, const resp_node* nodes, std::size_t 
 bool client_base::push_pending(std::uint8_t n, client_lock* l, std::uint32_t tag,
                                instant now) noexcept {
     detail::connection& c = conns_[n];
-    if (c.fifo_count == EDGELOCK_CLIENT_PIPELINE) {
-        return false;
-    }
-    if (c.fifo_count == 0) {
+    if (c.fifo.empty()) {
         c.progress_at = now;
     }
-    c.fifo[(c.fifo_head + c.fifo_count) % EDGELOCK_CLIENT_PIPELINE] = detail::pending_reply{l, tag};
-    ++c.fifo_count;
-    return true;
+    return c.fifo.push(detail::pending_reply{l, tag});
 }
 
 // Moves requests from the machines into the buffer, then the buffer into the
@@ -76,7 +71,7 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
 void client_base::fill(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     for (client_lock* l = locks_; l != nullptr; l = l->next_) {
-        while (c.fifo_count < EDGELOCK_CLIENT_PIPELINE) {
+        while (!c.fifo.full()) {
             // Fill the buffer to the brim: a request that does not fit is
             // left with its machine (nothing written) until the buffer has
             // gone out. An empty buffer always holds one (lock_max_request).
@@ -179,13 +174,12 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
         if (push) {
             continue;  // a RESP3 push (tracking, pub/sub): nothing we asked for
         }
-        if (c.fifo_count == 0) {
+        if (c.fifo.empty()) {
             fail(n, node_error::unexpected_reply, 0, now);
             return;
         }
-        const detail::pending_reply p = c.fifo[c.fifo_head];
-        c.fifo_head = static_cast<std::uint16_t>((c.fifo_head + 1) % EDGELOCK_CLIENT_PIPELINE);
-        --c.fifo_count;
+        const detail::pending_reply p = c.fifo.front();
+        c.fifo.pop();
         if (p.lock == nullptr) {
             if (p.tag == step_discard) {
                 continue;

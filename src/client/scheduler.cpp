@@ -188,7 +188,7 @@ void client_base::service(instant now) noexcept {
                 c.deadline <= now) {
                 fail(n, node_error::connect_timeout, 0, now);
                 changed = true;
-            } else if (c.state == node_state::ready && c.fifo_count > 0 &&
+            } else if (c.state == node_state::ready && !c.fifo.empty() &&
                        c.progress_at + options_.stall_timeout <= now) {
                 fail(n, node_error::stalled, 0, now);
                 changed = true;
@@ -221,9 +221,9 @@ void client_base::service(instant now) noexcept {
         for (std::uint8_t n = 0; n < node_count_; ++n) {
             detail::connection& c = conns_[n];
             if (c.state == node_state::ready || c.state == node_state::handshake) {
-                const std::size_t before = c.fifo_count;
+                const std::size_t before = c.fifo.size();
                 transmit(n, now);
-                changed = changed || c.fifo_count != before;
+                changed = changed || c.fifo.size() != before;
             } else if (c.state == node_state::backoff || c.state == node_state::down) {
                 for (client_lock* l = locks_; l != nullptr; l = l->next_) {
                     if (l->machine_.pending_send(n) == lock::pending::request) {
