@@ -1,0 +1,358 @@
+// The lock machine's inputs and outputs (see lock.hpp): replies, disconnects
+// and timeouts in; deadlines and requests out. What the inputs decide is in
+// lock.cpp.
+#include "edgelock/lock.hpp"
+
+#include "edgelock/lock_scripts.hpp"
+#include "lock_slots.hpp"
+#include "lock_wire.hpp"
+
+namespace edgelock {
+
+using namespace detail;
+
+void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noexcept {
+    if (kind != req::acquire || !success) {
+        return;
+    }
+    // Only the current acquisition's token can still be named.
+    const std::uint32_t age = (round - acquisition_round_) & round_mask;
+    const std::uint32_t span = (round_ - acquisition_round_) & round_mask;
+    if (age > span) {
+        return;
+    }
+    if (options_.mode == lock_mode::reentrant) {
+        if (held() && round == (held_round_ & round_mask)) {
+            s.flags = static_cast<std::uint8_t>(s.flags | slot_holder);
+            return;
+        }
+        if (lost_) {
+            // Not after lost: the decrement would land on whatever hold the
+            // owner has by then. This increment expires with the ttl.
+            return;
+        }
+        // An increment of a round that did not win: take it back.
+        cleanup_token_ = token_;
+        s.flags = static_cast<std::uint8_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
+        return;
+    }
+    switch (state_) {
+    case lock_state::idle:
+    case lock_state::retry_wait:
+    case lock_state::releasing:
+        // Compare-and-delete: also correct if a failure cleanup beat us to it.
+        cleanup_token_ = token_;
+        s.flags = static_cast<std::uint8_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
+        return;
+    default:
+        // Held: the key is ours and the release will take it. Acquiring a
+        // later round: the failed round's cleanup is already queued ahead
+        // of the new acquire, and a release now would delete that acquire.
+        return;
+    }
+}
+
+lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
+                         std::size_t count, instant now) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (node >= node_count_) {
+        return lock_errc::bad_node;
+    }
+    slot& s = slots_[node];
+    const detail::lock_reply r = detail::read_lock_reply(nodes, count);
+    const std::uint32_t kind_bits = tag & ((1U << tag_kind_bits) - 1);
+    const std::uint32_t round = tag >> tag_kind_bits;
+    if (kind_bits > static_cast<std::uint32_t>(req::cleanup) || kind_bits == 0) {
+        return lock_errc::ok;  // not a tag of ours: nothing to match it to
+    }
+    const req kind = static_cast<req>(kind_bits);
+
+    if (kind == req::cleanup) {
+        // Cleanups go out as EVAL, so there is no NOSCRIPT to retry: a retry
+        // would land behind whatever was sent since, possibly an acquire with
+        // the same token whose key it would then delete.
+        s.flags = static_cast<std::uint8_t>(s.flags & ~slot_cleanup_out);
+        return lock_errc::ok;
+    }
+
+    // What the reply says, independent of whether it is on time.
+    vote v = vote::no;
+    std::int64_t value = 0;
+    switch (kind) {
+    case req::acquire:
+        if (r.shape == detail::reply_shape::pair && r.first == 1 && r.second >= 0 &&
+            r.second <= max_fence) {
+            v = vote::yes;
+            value = r.second;
+            if (options_.mode == lock_mode::fenced && !fenced_redlock() && value < 1) {
+                v = vote::no;  // a fenced single node must hand out a counter
+            }
+        } else if (r.shape == detail::reply_shape::pair && r.first == 0) {
+            v = vote::busy;
+            value = r.second;
+        }
+        break;
+    case req::fence_raise:
+        if (r.shape == detail::reply_shape::integer) {
+            if (r.first >= 0 && static_cast<std::uint64_t>(r.first) == fence_) {
+                v = vote::yes;
+            } else if (r.first >= 0 && static_cast<std::uint64_t>(r.first) > fence_) {
+                v = vote::busy;
+            }
+        }
+        break;
+    case req::renew:
+        if (r.shape == detail::reply_shape::integer) {
+            v = r.first == 1 ? vote::yes : (r.first == 0 ? vote::busy : vote::no);
+        } else if (r.shape == detail::reply_shape::pair) {
+            // renew_resurrects sends the acquire script.
+            v = r.first == 1 ? vote::yes : (r.first == 0 ? vote::busy : vote::no);
+        }
+        break;
+    case req::release:
+        v = r.shape == detail::reply_shape::integer ? vote::yes : vote::no;
+        value = r.first;
+        break;
+    case req::none:
+    case req::cleanup:
+        break;
+    }
+
+    const bool current = round_open() && kind == round_kind_ && round == (round_ & round_mask) &&
+                         (s.flags & slot_in_flight) != 0 && s.answer == vote::waiting;
+    if (!current) {
+        handle_late(s, kind, round, v == vote::yes);
+        return lock_errc::ok;
+    }
+    if (r.shape == detail::reply_shape::noscript && (s.flags & slot_retried) == 0) {
+        // The node lost its script cache: once more with the text, same round.
+        s.flags = static_cast<std::uint8_t>((s.flags | slot_retried | slot_eval) & ~slot_in_flight);
+        s.send = kind;
+        return lock_errc::ok;
+    }
+    if (kind == req::release && v == vote::yes) {
+        // Plain and fenced: 1 deleted, 0 not ours. Reentrant: holds left
+        // (0 deleted), -1 no hold of ours.
+        const bool reentrant = options_.mode == lock_mode::reentrant;
+        if (reentrant ? value >= 0 : value == 1) {
+            ++released_;
+        } else if (reentrant ? value == -1 : value == 0) {
+            ++absent_;
+        }
+    }
+    if (v == vote::yes && (kind == req::acquire || kind == req::renew)) {
+        s.flags = static_cast<std::uint8_t>(s.flags | slot_holder);
+    }
+    if (kind == req::acquire) {
+        if (v == vote::yes) {
+            const std::uint64_t u = static_cast<std::uint64_t>(value);
+            if (options_.mode == lock_mode::fenced) {
+                if (fenced_redlock()) {
+                    round_max_ = u > round_max_ ? u : round_max_;
+                } else {
+                    fence_ = u;
+                }
+            } else if (options_.mode == lock_mode::reentrant) {
+                holds_ = static_cast<std::uint32_t>(u > 0xffffffffU ? 0xffffffffU : u);
+            }
+        } else if (v == vote::busy && value >= 0) {
+            busy_ttl_ms_ = busy_ttl_ms_ < 0 || value < busy_ttl_ms_ ? value : busy_ttl_ms_;
+        }
+    }
+    count_vote(s, v);
+    decide(now);
+    return lock_errc::ok;
+}
+
+lock_errc lock::on_disconnected(std::uint8_t node, instant now) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (node >= node_count_) {
+        return lock_errc::bad_node;
+    }
+    slot& s = slots_[node];
+    if (options_.mode == lock_mode::reentrant && (s.flags & slot_cleanup) != 0) {
+        // A decrement waiting for a node whose connection broke: by the time
+        // a new connection carries it, the node may have restarted without our
+        // increment, and a newer hold of the owner may be there instead (the
+        // driver may serve that lock first). Our increment expires with the ttl.
+        s.flags = static_cast<std::uint8_t>(s.flags & ~slot_cleanup);
+    }
+    if ((s.flags & slot_cleanup_out) != 0) {
+        // Anything sent after the cleanup was lost with it (and counts as
+        // "no"), so the resend is again first on the new connection.
+        s.flags = static_cast<std::uint8_t>(s.flags & ~slot_cleanup_out);
+        // Resending a compare-and-delete is harmless; resending a decrement
+        // could take a hold that is not ours, so that one is left to the ttl.
+        // Once only: a node that keeps refusing must not keep us busy; its key
+        // expires with the ttl anyway.
+        if (options_.mode != lock_mode::reentrant && (s.flags & slot_cleanup_resent) == 0) {
+            s.flags = static_cast<std::uint8_t>(s.flags | slot_cleanup | slot_cleanup_resent);
+        }
+    }
+    if (round_open() && (s.flags & slot_in_flight) != 0 && s.answer == vote::waiting) {
+        count_vote(s, vote::no);
+        decide(now);
+    }
+    return lock_errc::ok;
+}
+
+void lock::on_timeout(instant now) noexcept {
+    switch (state_) {
+    case lock_state::held:
+    case lock_state::renewing:
+        if (validity_ <= now) {
+            become_lost(lock_failure::validity_ended);
+            return;
+        }
+        break;
+    case lock_state::retry_wait:
+        if (retry_at_ <= now) {
+            start_acquire_round(now);
+        }
+        return;
+    default:
+        break;
+    }
+    if (round_open() && round_deadline_ <= now) {
+        for (std::uint8_t i = 0; i < node_count_ && round_open(); ++i) {
+            if (slots_[i].answer == vote::waiting) {
+                count_vote(slots_[i], vote::no);
+                decide(now);
+            }
+        }
+        return;
+    }
+    if (state_ == lock_state::renewing && !round_open() && retry_at_ <= now) {
+        start_renew_round(now);
+    }
+}
+
+instant lock::next_deadline() const noexcept {
+    switch (state_) {
+    case lock_state::acquiring:
+    case lock_state::fencing:
+    case lock_state::releasing:
+        return round_deadline_;
+    case lock_state::retry_wait:
+        return retry_at_;
+    case lock_state::held:
+        return validity_;
+    case lock_state::renewing:
+        return earliest(validity_, round_open() ? round_deadline_ : retry_at_);
+    case lock_state::unconfigured:
+    case lock_state::idle:
+        break;
+    }
+    return instant::never();
+}
+
+lock::pending lock::pending_send(std::uint8_t node) const noexcept {
+    if (state_ == lock_state::unconfigured || node >= node_count_) {
+        return pending::none;
+    }
+    const slot& s = slots_[node];
+    if ((s.flags & slot_cleanup) != 0) {
+        return pending::cleanup;
+    }
+    return round_open() && s.send != req::none ? pending::request : pending::none;
+}
+
+lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept {
+    lock_transmit out;
+    if (state_ == lock_state::unconfigured) {
+        out.error = lock_errc::not_configured;
+        return out;
+    }
+    if (node >= node_count_) {
+        out.error = lock_errc::bad_node;
+        return out;
+    }
+    slot& s = slots_[node];
+    const bool cleanup = (s.flags & slot_cleanup) != 0;
+    const req kind = cleanup ? req::cleanup : (round_open() ? s.send : req::none);
+    if (kind == req::none) {
+        return out;
+    }
+    const bool eval = cleanup || (s.flags & slot_eval) != 0;
+    const owner_token& tok = cleanup ? cleanup_token_ : token_;
+
+    char key[detail::lock_key_capacity];
+    char fence_key[detail::lock_key_capacity];
+    char hex[owner_token::hex_size];
+    tok.to_hex(hex);
+    const str_view token_view(hex, sizeof hex);
+    const str_view owner = options_.mode == lock_mode::reentrant && !options_.owner.empty()
+                               ? options_.owner
+                               : token_view;
+    const str_view lock_key(key, detail::make_lock_key(key, name_, false));
+    const str_view counter_key(fence_key, detail::make_lock_key(fence_key, name_, true));
+    const decimal_arg ttl(static_cast<std::int64_t>(options_.ttl.ms()));
+    const decimal_arg fence = decimal_arg::from_unsigned(fence_);
+
+    const lock_script* script = &script_release;
+    str_view keys[2] = {lock_key, counter_key};
+    str_view args[2] = {token_view, ttl.view()};
+    std::size_t key_count = 1;
+    std::size_t arg_count = 2;
+    const bool reentrant = options_.mode == lock_mode::reentrant;
+    switch (kind) {
+    case req::acquire:
+        if (reentrant) {
+            script = &script_reentrant_acquire;
+            args[0] = owner;
+        } else if (options_.mode == lock_mode::fenced) {
+            script = fenced_redlock() ? &script_fenced_read : &script_fenced_acquire;
+            key_count = 2;
+        } else {
+            script = &script_acquire;
+        }
+        break;
+    case req::fence_raise:
+        script = &script_fence_raise;
+        key_count = 2;
+        args[1] = fence.view();
+        break;
+    case req::renew:
+        if (reentrant) {
+            script = &script_reentrant_renew;
+            args[0] = owner;
+        } else {
+            script = options_.renew_resurrects ? &script_acquire : &script_renew;
+        }
+        break;
+    case req::release:
+    case req::cleanup:
+        if (reentrant) {
+            script = &script_reentrant_release;
+            args[0] = owner;
+        } else {
+            script = &script_release;
+            arg_count = 1;
+        }
+        break;
+    case req::none:
+        return out;
+    }
+    const resp_encoded enc =
+        detail::encode_script_call(*script, eval, keys, key_count, args, arg_count, buf, capacity);
+    if (enc.error != resp_encode_errc::ok) {
+        out.error = lock_errc::buffer_too_small;
+        out.size = enc.size;
+        return out;
+    }
+    out.size = enc.size;
+    out.tag = tag_for(kind);
+    if (cleanup) {
+        s.flags = static_cast<std::uint8_t>((s.flags & ~slot_cleanup) | slot_cleanup_out);
+    } else {
+        s.send = req::none;
+        s.flags = static_cast<std::uint8_t>(s.flags | slot_in_flight);
+    }
+    return out;
+}
+
+}  // namespace edgelock

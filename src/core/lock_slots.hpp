@@ -1,0 +1,28 @@
+// Internal to the lock machine: the flags of a node's slot and the layout
+// of request tags, shared by lock.cpp (operations and rounds) and lock_io.cpp
+// (what comes in and goes out).
+#pragma once
+
+#include <cstdint>
+
+namespace edgelock {
+namespace detail {
+
+// slot::flags
+constexpr std::uint8_t slot_in_flight = 1;        // this round's request is out
+constexpr std::uint8_t slot_eval = 2;             // send it as EVAL (after NOSCRIPT)
+constexpr std::uint8_t slot_retried = 4;          // the NOSCRIPT retry is spent
+constexpr std::uint8_t slot_cleanup = 8;          // a cleanup waits to be sent
+constexpr std::uint8_t slot_cleanup_out = 16;     // a cleanup is out
+constexpr std::uint8_t slot_holder = 32;          // the node holds our acquisition
+constexpr std::uint8_t slot_cleanup_resent = 64;  // a cleanup cut off was sent again
+
+// Tags: round number in the high 29 bits, request kind in the low 3.
+constexpr std::uint32_t tag_kind_bits = 3;
+constexpr std::uint32_t round_mask = 0xffffffffU >> tag_kind_bits;
+
+// Lua numbers are doubles: counters past 2^53 cannot be trusted to increase.
+constexpr std::int64_t max_fence = (std::int64_t{1} << 53) - 1;
+
+}  // namespace detail
+}  // namespace edgelock
