@@ -119,6 +119,15 @@ constexpr std::size_t lock_max_owner = EDGELOCK_LOCK_MAX_OWNER;
 constexpr std::uint64_t lock_max_ttl_ms = EDGELOCK_LOCK_MAX_TTL_MS;
 constexpr std::uint32_t lock_max_drift_ppm = 500000;  // half the ttl
 
+// The Redis keys of the lock named `name` (see "Keys" above): the lock's own
+// key, or its fencing counter. Tools that inspect Redis (the agent's status)
+// take them from here rather than rebuilding the layout.
+enum class lock_key_kind : std::uint8_t { lock, fence_counter };
+constexpr std::size_t lock_key_capacity = lock_max_name + 8;
+// Writes the key into out (capacity bytes) and returns its length; 0, writing
+// nothing, when name is empty or longer than lock_max_name, or out too small.
+std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t capacity) noexcept;
+
 // A buffer of this many bytes holds any request the machine emits (the longest
 // is an EVAL carrying script text, two keys and three arguments).
 constexpr std::size_t lock_max_request = 1024 + 2 * (lock_max_name + 16) + lock_max_owner;

@@ -15,7 +15,8 @@ namespace edgelock_cli {
 using namespace edgelock;
 
 options opt;
-client<lock_max_nodes> nodes;  // ~5 KB per node: static, not on the stack
+client<lock_max_nodes>
+    driver;  // the connections to the nodes, ~5 KB each: static, not on the stack
 lock_watch watch;
 
 namespace {
@@ -44,20 +45,20 @@ std::string text(str_view v) {
 
 bool turn(instant until, bool watch_signals, bool& signalled) {
     port::wait_entry e[lock_max_nodes + 1];
-    std::size_t n = nodes.wanted(e, lock_max_nodes);
+    std::size_t n = driver.wanted(e, lock_max_nodes);
     const std::size_t client_entries = n;
     if (watch_signals) {
         e[n].fd = signal_fd();
         e[n].want = port::want_read;
         ++n;
     }
-    const instant wake = earliest(nodes.next_deadline(), until);
+    const instant wake = earliest(driver.next_deadline(), until);
     if (port::wait(e, n, wake) < 0) {
         return false;
     }
     signalled = watch_signals && e[client_entries].ready != 0;
-    nodes.on_ready(e, client_entries);
-    nodes.on_timeout();
+    driver.on_ready(e, client_entries);
+    driver.on_timeout();
     return true;
 }
 
@@ -119,8 +120,8 @@ void expect(std::initializer_list<lock_event_kind> ends) {
 
 // Why nodes failed, one line each, before exit 69 or 1.
 void report_nodes() {
-    for (std::uint8_t i = 0; i < nodes.node_count(); ++i) {
-        const node_info n = nodes.node(i);
+    for (std::uint8_t i = 0; i < driver.node_count(); ++i) {
+        const node_info n = driver.node(i);
         if (n.state == node_state::ready && n.error == node_error::none) {
             continue;
         }
@@ -142,8 +143,8 @@ void report_nodes() {
 // without; when the acquisition fails, report_nodes() says it instead.
 void warn_nodes(bool acquired) {
     static bool warned[lock_max_nodes] = {};
-    for (std::uint8_t i = 0; i < nodes.node_count(); ++i) {
-        const node_info n = nodes.node(i);
+    for (std::uint8_t i = 0; i < driver.node_count(); ++i) {
+        const node_info n = driver.node(i);
         if (warned[i]) {
             continue;
         }
@@ -163,7 +164,7 @@ void warn_nodes(bool acquired) {
 
 int unavailable(const client_lock& l) {
     say(1, "no quorum of nodes reachable (%u of %u needed)", l.machine().quorum(),
-        nodes.node_count());
+        driver.node_count());
     report_nodes();
     return exit_unavailable;
 }
@@ -215,10 +216,10 @@ int setup(client_lock& l) {
     if (opt.have_password) {
         co.password = str_view(opt.password.data(), opt.password.size());
     }
-    const client_errc ce = nodes.configure(urls.data(), urls.size(), co);
+    const client_errc ce = driver.configure(urls.data(), urls.size(), co);
     if (ce == client_errc::bad_url || ce == client_errc::tls_not_built_in) {
-        say(0, "bad node URL '%s': %s", opt.nodes[nodes.bad_url_index()].c_str(),
-            describe(nodes.bad_url_error()));
+        say(0, "bad node URL '%s': %s", opt.nodes[driver.bad_url_index()].c_str(),
+            describe(driver.bad_url_error()));
         return exit_usage;
     }
     if (ce != client_errc::ok) {
@@ -229,7 +230,7 @@ int setup(client_lock& l) {
     w.renew_every = opt.renew_every;
     w.enabled = opt.cmd == command::run;
     const client_errc le =
-        l.attach(nodes, str_view(opt.key.data(), opt.key.size()), lock_options_from(opt), w);
+        l.attach(driver, str_view(opt.key.data(), opt.key.size()), lock_options_from(opt), w);
     if (le == client_errc::bad_option) {
         say(0, "--renew-every must be shorter than the ttl");
         return exit_usage;
@@ -244,7 +245,7 @@ int setup(client_lock& l) {
     }
     l.set_callback(on_lock_event, nullptr);
     // A quorum is enough to start; a slow node gets the lock's node_timeout.
-    nodes.connect(port::now() + duration::seconds(1), l.machine().quorum());
+    driver.connect(port::now() + duration::seconds(1), l.machine().quorum());
     warn_nodes(false);
     return exit_ok;
 }

@@ -12,7 +12,7 @@
 namespace edgelock_cli {
 
 extern options opt;
-extern edgelock::client<edgelock::lock_max_nodes> nodes;
+extern edgelock::client<edgelock::lock_max_nodes> driver;  // the client: one connection per node
 
 // What the lock's callback saw.
 struct lock_watch {

@@ -78,7 +78,7 @@ int release_command(client_lock& l) {
     if (r.event.nodes >= l.machine().quorum()) {
         return exit_ok;
     }
-    if (nodes.ready_count() < l.machine().quorum()) {
+    if (driver.ready_count() < l.machine().quorum()) {
         return unavailable(l);
     }
     say(1, "'%s' was not held by that token", opt.key.c_str());
@@ -113,12 +113,17 @@ void take_reply(void* ctx, const resp_node* n, std::size_t count) {
 }  // namespace
 
 int status_command(client_lock& l) {
-    const std::string key = "{" + opt.key + "}";
-    const std::string counter = key + ":fence";
+    // The layout is the library's (the name was checked at attach).
+    const str_view name(opt.key.data(), opt.key.size());
+    char key_buf[lock_key_capacity];
+    char counter_buf[lock_key_capacity];
+    const std::string key(key_buf, lock_key(name, lock_key_kind::lock, key_buf, sizeof key_buf));
+    const std::string counter(
+        counter_buf, lock_key(name, lock_key_kind::fence_counter, counter_buf, sizeof counter_buf));
     unsigned holding = 0;
     unsigned answered = 0;
     std::string lines;
-    for (std::uint8_t i = 0; i < nodes.node_count(); ++i) {
+    for (std::uint8_t i = 0; i < driver.node_count(); ++i) {
         status_reply ttl;
         status_reply value;
         status_reply fence;
@@ -126,14 +131,14 @@ int status_command(client_lock& l) {
         const str_view get[] = {"GET", str_view(key.data(), key.size())};
         const str_view getf[] = {"GET", str_view(counter.data(), counter.size())};
         const instant bound = port::now() + duration::seconds(2);
-        nodes.command(i, pttl, 2, bound, take_reply, &ttl);
+        driver.command(i, pttl, 2, bound, take_reply, &ttl);
         if (ttl.is_integer) {
-            nodes.command(i, get, 2, bound, take_reply, &value);
-            nodes.command(i, getf, 2, bound, take_reply, &fence);
+            driver.command(i, get, 2, bound, take_reply, &value);
+            driver.command(i, getf, 2, bound, take_reply, &fence);
         }
         std::string line = "  " + opt.nodes[i] + ": ";
         if (!ttl.answered) {
-            const node_info n = nodes.node(i);
+            const node_info n = driver.node(i);
             line += std::string("unreachable (") + describe(n.error) + ")";
         } else if (!ttl.is_integer) {
             line += "unexpected reply to PTTL";
@@ -158,7 +163,7 @@ int status_command(client_lock& l) {
     }
     const unsigned quorum = l.machine().quorum();
     std::printf("%s: %s (%u of %u nodes hold it, quorum %u)\n%s", opt.key.c_str(),
-                holding >= quorum ? "held" : "free", holding, nodes.node_count(), quorum,
+                holding >= quorum ? "held" : "free", holding, driver.node_count(), quorum,
                 lines.c_str());
     std::fflush(stdout);
     if (answered < quorum) {

@@ -54,6 +54,6 @@ int main(int argc, char** argv) {
         break;
     }
     l.detach();
-    nodes.disconnect();
+    driver.disconnect();
     return status;
 }

@@ -41,7 +41,7 @@ std::vector<env_change> child_environment(const client_lock& l) {
 bool vanished_under_us(const client_lock& l, const op_result& r) {
     return r.error == client_errc::ok && r.event.kind == lock_event_kind::released &&
            r.event.nodes < l.machine().quorum() &&
-           r.event.absent > nodes.node_count() - l.machine().quorum();
+           r.event.absent > driver.node_count() - l.machine().quorum();
 }
 
 // Signals that ask a job to end: a stopped job must be continued to see them.

@@ -280,8 +280,8 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const bool eval = cleanup || (s.flags & slot_eval) != 0;
     const owner_token& tok = cleanup ? cleanup_token_ : token_;
 
-    char key[detail::lock_key_capacity];
-    char fence_key[detail::lock_key_capacity];
+    char key[lock_key_capacity];
+    char fence_key[lock_key_capacity];
     char hex[owner_token::hex_size];
     tok.to_hex(hex);
     const str_view token_view(hex, sizeof hex);

@@ -5,8 +5,6 @@
 namespace edgelock {
 namespace detail {
 
-static_assert(lock_key_capacity >= lock_max_name + 8, "lock_key_capacity too small");
-
 std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept {
     std::size_t n = 0;
     out[n++] = '{';
@@ -49,4 +47,14 @@ resp_encoded encode_script_call(const lock_script& script, bool eval, const str_
 }
 
 }  // namespace detail
+
+std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t capacity) noexcept {
+    const bool fence = kind == lock_key_kind::fence_counter;
+    const std::size_t size = name.size + 2 + (fence ? 6 : 0);
+    if (name.size == 0 || name.data == nullptr || name.size > lock_max_name || out == nullptr ||
+        capacity < size) {
+        return 0;
+    }
+    return detail::make_lock_key(out, name, fence);
+}
 }  // namespace edgelock

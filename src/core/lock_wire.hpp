@@ -15,9 +15,6 @@
 namespace edgelock {
 namespace detail {
 
-// Room for `{name}:fence`.
-constexpr std::size_t lock_key_capacity = lock_max_name + 8;
-
 // Writes `{name}` (or `{name}:fence`) into out, which holds lock_key_capacity
 // bytes, and returns its length. name.size must be at most lock_max_name.
 std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept;

@@ -286,3 +286,28 @@ TEST_CASE("redlock arithmetic saturates", "[redlock]") {
                                               duration::millis(1))
               .is_never());
 }
+
+TEST_CASE("lock_key: the keys of a lock, as the scripts use them", "[lock]") {
+    char out[edgelock::lock_key_capacity];
+    using edgelock::lock_key;
+    using edgelock::lock_key_kind;
+    using edgelock::str_view;
+    std::size_t n = lock_key("jobs", lock_key_kind::lock, out, sizeof out);
+    CHECK(std::string(out, n) == "{jobs}");
+    n = lock_key("jobs", lock_key_kind::fence_counter, out, sizeof out);
+    CHECK(std::string(out, n) == "{jobs}:fence");
+    // Bad input writes nothing and returns 0.
+    std::memset(out, 'x', sizeof out);
+    CHECK(lock_key(str_view(), lock_key_kind::lock, out, sizeof out) == 0);
+    CHECK(lock_key("jobs", lock_key_kind::fence_counter, out, 11) == 0);  // needs 12
+    CHECK(lock_key("jobs", lock_key_kind::lock, nullptr, 64) == 0);
+    CHECK(out[0] == 'x');
+    const std::string longest(edgelock::lock_max_name, 'n');
+    CHECK(lock_key(str_view(longest.data(), longest.size()), lock_key_kind::fence_counter, out,
+                   sizeof out) == longest.size() + 8);
+    std::memset(out, 'x', sizeof out);
+    const std::string too_long(edgelock::lock_max_name + 1, 'n');
+    CHECK(lock_key(str_view(too_long.data(), too_long.size()), lock_key_kind::lock, out,
+                   sizeof out) == 0);
+    CHECK(out[0] == 'x');
+}
