@@ -308,7 +308,7 @@ private:
     struct slot {
         req send = req::none;  // the current round's request, not yet transmitted
         vote answer = vote::waiting;
-        std::uint8_t flags = 0;  // slot_* bits in lock.cpp
+        std::uint8_t flags = 0;  // slot_* bits in lock_slots.hpp
     };
 
     void start_round(req kind, instant now) noexcept;
