@@ -20,6 +20,10 @@ namespace {
 
 int signal_pipe[2] = {-1, -1};
 
+// Whether the agent is a child subreaper: then the last process of the job to
+// end is always its child, and a SIGCHLD tells it the job is over.
+bool subreaper = false;
+
 // Dispositions the agent found on start: a signal ignored then stays ignored.
 bool ignored_at_start[NSIG];
 
@@ -151,9 +155,9 @@ bool install_agent_signals() {
         ok = ok && ::sigaction(s, &sa, nullptr) == 0;
     });
 #ifdef __linux__
-    // The group's orphans become the agent's children: it can reap them and
-    // see whether any outlived the group.
-    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    // The group's orphans become the agent's children: it can reap them,
+    // signal those that left the group, and hear of every end.
+    subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
 #endif
     return ok;
 }
@@ -282,6 +286,12 @@ bool job::running() const {
     siginfo_t info;
     std::memset(&info, 0, sizeof info);
     return ::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+bool job::needs_polling() const {
+    // Without the subreaper, a member whose parent is not the agent ends
+    // without a SIGCHLD to it, once the leader is gone.
+    return !subreaper && !leader_running_;
 }
 
 bool job::take_job_control_stop() {

@@ -75,6 +75,9 @@ public:
     int leader_status() const { return leader_status_; }
     // Whether any process of the job is left: the group or an adopted child.
     bool running() const;
+    // Whether running() must be asked now and then rather than after a
+    // SIGCHLD: once the leader is gone, where the agent is no subreaper.
+    bool needs_polling() const;
 
     // True once after the leader was stopped by job control (TSTP, TTIN,
     // TTOU) while the agent has a controlling terminal: like a shell's job,

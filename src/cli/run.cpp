@@ -108,10 +108,8 @@ int run_command(client_lock& l) {
             term_at =
                 instant{watch.validity.us > opt.grace.us ? watch.validity.us - opt.grace.us : 0};
         }
-        // Once the leader is gone, members that are not our children end
-        // without a SIGCHLD to us: look again now and then.
         const instant recheck =
-            j.leader_running() ? instant::never() : port::now() + duration::millis(100);
+            j.needs_polling() ? port::now() + duration::millis(100) : instant::never();
         bool signalled = false;
         if (!turn(earliest(earliest(kill_at, term_at), recheck), true, signalled)) {
             // Without a working wait the lock cannot be kept: end the job.
