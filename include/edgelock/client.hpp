@@ -6,6 +6,8 @@
 // Redlock acquisition costs the slowest reply of its quorum. Nothing here
 // allocates or throws; sockets, time and randomness come from the port
 // (include/edgelock/port.hpp), so link a port target such as edgelock::port_posix.
+// This header includes the two it is made of: client_lock.hpp (a lock on a
+// client) and client_errors.hpp (error codes, per-node reports).
 //
 // Blocking use:
 //
@@ -56,6 +58,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "edgelock/client_errors.hpp"
+#include "edgelock/client_lock.hpp"
 #include "edgelock/config.hpp"
 #include "edgelock/lock.hpp"
 #include "edgelock/node_url.hpp"
@@ -102,34 +106,6 @@ static_assert(EDGELOCK_CLIENT_REPLY_NODES >= 16, "EDGELOCK_CLIENT_REPLY_NODES mu
 
 namespace edgelock {
 
-// Local misuse and set-up errors, returned by the call that made them. A call
-// that returns one changed nothing, except where noted (deadline, wait_failed).
-enum class client_errc : std::uint8_t {
-    ok = 0,
-    not_configured,         // configure() has not succeeded
-    bad_node_count,         // 0 nodes, more than the client has room for, or above lock_max_nodes
-    bad_url,                // a node URL did not parse; see bad_url_index / bad_url_error
-    tls_not_built_in,       // a rediss:// URL: TLS is not built in
-    secret_too_long,        // a user or password longer than node_url_max_secret once decoded
-    user_without_password,  // a user name, but no password from the URL or the options
-    bad_option,             // a timeout of zero, reconnect_min > reconnect_max, ...
-    in_use,                 // configure() while locks are attached
-    already_attached,       // attach() on a lock that is attached
-    not_attached,           // an operation on a lock that is not attached
-    lock_rejected,          // the lock machine refused; see op_result::lock_error
-    busy,                   // another operation of this lock is in progress
-    not_held,               // renew or release of a lock that is not held
-    deadline,               // a blocking call's own bound passed (a bug guard; never expected)
-    wait_failed,            // the port's wait() failed
-    // (After deadline or wait_failed the operation is abandoned: one not yet
-    // started is dropped, an acquisition under way is released.)
-    reentered,         // a blocking call from inside a callback
-    node_unavailable,  // command(): the node could not be connected
-    timed_out,         // command(): no reply before the deadline
-};
-
-const char* describe(client_errc code) noexcept;
-
 struct client_options {
     // Connect plus set-up (AUTH, SELECT, ...) of one node.
     duration connect_timeout = duration::seconds(1);
@@ -151,98 +127,7 @@ struct client_options {
     str_view password;
 };
 
-enum class node_state : std::uint8_t {
-    down,        // no connection; a new one is made on the next operation
-    backoff,     // the last attempt failed; no new one before the backoff ends
-    connecting,  // TCP (or Unix socket) connect in progress
-    handshake,   // AUTH / SELECT / HELLO / SETNAME / INFO / SCRIPT LOAD sent
-    ready,
-};
-
-const char* describe(node_state state) noexcept;
-
-// Why a node's connection failed or was dropped (the latest reason).
-enum class node_error : std::uint8_t {
-    none = 0,
-    refused,           // connection refused (or the Unix socket does not exist)
-    unreachable,       // no route to host
-    resolve_failed,    // the host name did not resolve
-    connect_timeout,   // connect or set-up took longer than connect_timeout
-    auth_failed,       // AUTH / HELLO AUTH refused (see message)
-    select_failed,     // SELECT refused (see message)
-    setup_failed,      // another set-up refusal: LOADING, max clients... (see message)
-    hello_failed,      // HELLO 3 refused: the server does not speak RESP3 (see message)
-    protocol_error,    // a malformed reply
-    reply_too_large,   // a reply longer than EDGELOCK_CLIENT_RX_BUFFER
-    unexpected_reply,  // a reply nobody asked for, or of the wrong kind
-    closed,            // the server closed the connection
-    reset,             // the connection broke (reset, broken pipe)
-    stalled,           // no reply for stall_timeout
-    io_error,          // any other socket error (see code)
-    replica,           // INFO replication says role:slave (message: its master, if given)
-    server_error,      // the server refused a lock request: READONLY, OOM, NOPERM... (see
-                       // message); the connection stays up
-};
-
-const char* describe(node_error error) noexcept;
-
-// What a node's set-up found that does not stop a lock but weakens it.
-enum class node_warning : std::uint8_t {
-    none = 0,
-    may_evict,  // maxmemory with an allkeys-* or volatile-* policy: a lock key may be evicted
-};
-
-const char* describe(node_warning warning) noexcept;
-
-// Bytes of a node's maxmemory policy name kept for node(i) (Redis's longest
-// has 15; a longer one is cut).
-constexpr std::size_t node_policy_capacity = 24;
-
-// A node as the client sees it now.
-//
-// error and message are the latest reason, whichever came last: a connection
-// that failed or was dropped (error stays until a new connection's set-up
-// succeeds, which resets it to none), or, on a ready connection, an error
-// reply to a lock request (server_error, with the server's text; the
-// connection is kept). The next lock reply that is not an error resets
-// server_error to none: it tells the state of the latest request, not a
-// history. A NOSCRIPT that the lock retries with EVAL may show until the
-// retry's reply comes.
-//
-// warning and maxmemory_policy come from the set-up of the current (or last)
-// connection: INFO memory, read again on every new connection. A node whose
-// INFO is refused (an ACL without +info), or too long to buffer, is not
-// failed for it: its policy is then empty and it has no warning.
-struct node_info {
-    node_state state = node_state::down;
-    node_error error = node_error::none;
-    int code = 0;      // the platform's error number behind the error, if any
-    str_view message;  // the server's error text (truncated), or empty
-    node_warning warning = node_warning::none;
-    str_view maxmemory_policy;  // as INFO memory gave it (truncated), or empty: unknown
-};
-
-// The outcome of a blocking operation.
-struct op_result {
-    client_errc error = client_errc::ok;   // not ok: see client_errc
-    lock_errc lock_error = lock_errc::ok;  // when error is lock_rejected
-    lock_event event;                      // ok: the event that ended the operation
-};
-
-struct watchdog_options {
-    bool enabled = true;
-    // While held, renew this long after the last acquire or renew. Zero: ttl / 3.
-    duration renew_every{};
-};
-
 class client_base;
-class client_lock;
-
-// Told of every event of a lock: acquired, busy, failed, renewed, released,
-// lost, and renew_failed (a renew round missed its quorum; the lock is retried
-// and kept, but at risk until the validity deadline). An acquisition the
-// machine could not even start (no random bytes) is reported as failed.
-using lock_callback = void (*)(void* ctx, client_lock& lock, const lock_event& event);
 
 // Sees the reply to command() while its bytes are valid (copy what you keep).
 using reply_callback = void (*)(void* ctx, const resp_node* nodes, std::size_t count);
@@ -411,87 +296,6 @@ public:
 
 private:
     detail::connection storage_[N];
-};
-
-// A lock on a client: the lock machine, its watchdog, and its callback. Attach
-// once; the lock is detached (and its requests forgotten) by detach() or its
-// destructor, which do not release it: release first.
-class client_lock {
-public:
-    client_lock() noexcept = default;
-    ~client_lock() { detach(); }
-    client_lock(const client_lock&) = delete;
-    client_lock& operator=(const client_lock&) = delete;
-
-    // Configures the machine for every node of the client. The name's bytes
-    // (and options.owner's) are not copied: keep them alive while attached.
-    // lock_rejected: see lock_error().
-    client_errc attach(client_base& c, str_view name, const lock_options& options = {},
-                       const watchdog_options& watchdog = {}) noexcept;
-    void detach() noexcept;
-    bool attached() const noexcept { return client_ != nullptr; }
-    lock_errc lock_error() const noexcept { return lock_error_; }
-
-    void set_callback(lock_callback fn, void* ctx) noexcept {
-        callback_ = fn;
-        callback_ctx_ = ctx;
-    }
-
-    // --- blocking API: drives the client until the operation ends ---
-    op_result try_acquire() noexcept;           // one round
-    op_result acquire(duration wait) noexcept;  // rounds until acquired or `wait` passed
-    op_result renew() noexcept;                 // renewed, or lost
-    op_result release() noexcept;               // released; not_held when it was lost meanwhile
-
-    // Takes over an acquisition made elsewhere by its token (see lock::resume),
-    // to renew or release it. Plain and fenced modes.
-    client_errc resume(const owner_token& token) noexcept;
-
-    // --- event-loop API: starts the operation; the callback tells the outcome ---
-    // The request goes out at the client's next call (on_timeout() at
-    // next_deadline(), which is now, or on_ready()).
-    client_errc start_acquire(std::uint32_t max_tries, duration wait) noexcept;
-    client_errc start_renew() noexcept;
-    // Also cancels an acquisition that is waiting for its nodes to connect.
-    client_errc start_release() noexcept;
-
-    // Held now: the machine says held and the validity deadline is ahead.
-    bool held() const noexcept;
-    lock_state state() const noexcept { return machine_.state(); }
-    instant validity_deadline() const noexcept { return machine_.validity_deadline(); }
-    std::uint64_t fence() const noexcept { return machine_.fence(); }
-    const owner_token& token() const noexcept { return machine_.token(); }
-    const lock& machine() const noexcept { return machine_; }
-    // The last event of the lock (lost, renew_failed...) and when it came.
-    const lock_event& last_event() const noexcept { return last_event_; }
-
-private:
-    friend class client_base;
-
-    enum class op : std::uint8_t { none, acquire, renew, release };
-
-    // max_tries and wait: the retry policy of an acquire, kept only if it starts.
-    client_errc start(op kind, std::uint32_t max_tries = 1, duration wait = duration{}) noexcept;
-    op_result run(op kind, std::uint32_t max_tries = 1, duration wait = duration{}) noexcept;
-    void abandon() noexcept;
-
-    lock machine_;
-    client_base* client_ = nullptr;
-    client_lock* next_ = nullptr;
-    lock_callback callback_ = nullptr;
-    void* callback_ctx_ = nullptr;
-    watchdog_options watchdog_;
-    instant renew_at_ = instant::never();
-    lock_event last_event_;
-    lock_errc lock_error_ = lock_errc::ok;
-    op pending_ = op::none;        // started by the user, waiting for connections
-    op running_ = op::none;        // handed to the machine, outcome not yet known
-    op_result* waiter_ = nullptr;  // a blocking call waiting for the running operation
-    duration ttl_{};
-    duration node_timeout_{};
-    instant pending_since_;  // when pending_ was set
-    std::uint32_t max_tries_ = 1;
-    duration wait_{};
 };
 
 }  // namespace edgelock

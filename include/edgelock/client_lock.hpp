@@ -1,0 +1,111 @@
+// A lock on a client (client_lock): the lock machine on real connections,
+// its watchdog and its callback, with blocking and event-loop operations.
+// Part of client.hpp; see there for how to use it.
+#pragma once
+
+#include <cstdint>
+
+#include "edgelock/client_errors.hpp"
+#include "edgelock/lock.hpp"
+#include "edgelock/str_view.hpp"
+#include "edgelock/time.hpp"
+
+namespace edgelock {
+
+class client_base;
+class client_lock;
+
+struct watchdog_options {
+    bool enabled = true;
+    // While held, renew this long after the last acquire or renew. Zero: ttl / 3.
+    duration renew_every{};
+};
+
+// Told of every event of a lock: acquired, busy, failed, renewed, released,
+// lost, and renew_failed (a renew round missed its quorum; the lock is retried
+// and kept, but at risk until the validity deadline). An acquisition the
+// machine could not even start (no random bytes) is reported as failed.
+using lock_callback = void (*)(void* ctx, client_lock& lock, const lock_event& event);
+
+// A lock on a client: the lock machine, its watchdog, and its callback. Attach
+// once; the lock is detached (and its requests forgotten) by detach() or its
+// destructor, which do not release it: release first.
+class client_lock {
+public:
+    client_lock() noexcept = default;
+    ~client_lock() { detach(); }
+    client_lock(const client_lock&) = delete;
+    client_lock& operator=(const client_lock&) = delete;
+
+    // Configures the machine for every node of the client. The name's bytes
+    // (and options.owner's) are not copied: keep them alive while attached.
+    // lock_rejected: see lock_error().
+    client_errc attach(client_base& c, str_view name, const lock_options& options = {},
+                       const watchdog_options& watchdog = {}) noexcept;
+    void detach() noexcept;
+    bool attached() const noexcept { return client_ != nullptr; }
+    lock_errc lock_error() const noexcept { return lock_error_; }
+
+    void set_callback(lock_callback fn, void* ctx) noexcept {
+        callback_ = fn;
+        callback_ctx_ = ctx;
+    }
+
+    // --- blocking API: drives the client until the operation ends ---
+    op_result try_acquire() noexcept;           // one round
+    op_result acquire(duration wait) noexcept;  // rounds until acquired or `wait` passed
+    op_result renew() noexcept;                 // renewed, or lost
+    op_result release() noexcept;               // released; not_held when it was lost meanwhile
+
+    // Takes over an acquisition made elsewhere by its token (see lock::resume),
+    // to renew or release it. Plain and fenced modes.
+    client_errc resume(const owner_token& token) noexcept;
+
+    // --- event-loop API: starts the operation; the callback tells the outcome ---
+    // The request goes out at the client's next call (on_timeout() at
+    // next_deadline(), which is now, or on_ready()).
+    client_errc start_acquire(std::uint32_t max_tries, duration wait) noexcept;
+    client_errc start_renew() noexcept;
+    // Also cancels an acquisition that is waiting for its nodes to connect.
+    client_errc start_release() noexcept;
+
+    // Held now: the machine says held and the validity deadline is ahead.
+    bool held() const noexcept;
+    lock_state state() const noexcept { return machine_.state(); }
+    instant validity_deadline() const noexcept { return machine_.validity_deadline(); }
+    std::uint64_t fence() const noexcept { return machine_.fence(); }
+    const owner_token& token() const noexcept { return machine_.token(); }
+    const lock& machine() const noexcept { return machine_; }
+    // The last event of the lock (lost, renew_failed...) and when it came.
+    const lock_event& last_event() const noexcept { return last_event_; }
+
+private:
+    friend class client_base;
+
+    enum class op : std::uint8_t { none, acquire, renew, release };
+
+    // max_tries and wait: the retry policy of an acquire, kept only if it starts.
+    client_errc start(op kind, std::uint32_t max_tries = 1, duration wait = duration{}) noexcept;
+    op_result run(op kind, std::uint32_t max_tries = 1, duration wait = duration{}) noexcept;
+    void abandon() noexcept;
+
+    lock machine_;
+    client_base* client_ = nullptr;
+    client_lock* next_ = nullptr;
+    lock_callback callback_ = nullptr;
+    void* callback_ctx_ = nullptr;
+    watchdog_options watchdog_;
+    instant renew_at_ = instant::never();
+    lock_event last_event_;
+    lock_errc lock_error_ = lock_errc::ok;
+    op pending_ = op::none;        // started by the user, waiting for connections
+    op running_ = op::none;        // handed to the machine, outcome not yet known
+    op_result* waiter_ = nullptr;  // a blocking call waiting for the running operation
+    duration ttl_{};
+    duration node_timeout_{};
+    instant pending_since_;  // when pending_ was set
+    std::uint32_t max_tries_ = 1;
+    duration wait_{};
+};
+
+}  // namespace edgelock
