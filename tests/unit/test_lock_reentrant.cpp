@@ -189,6 +189,38 @@ lock_event run_until_lost(edgelock::lock& l, const std::vector<int>& down, insta
     return evs.back();
 }
 
+// A lost lock has nothing to send to any node.
+void nothing_pending(const edgelock::lock& a, const node_set& s) {
+    for (std::size_t n = 0; n < s.nodes.size(); ++n) {
+        INFO("node " << n);
+        CHECK(a.pending_send(static_cast<std::uint8_t>(n)) == edgelock::lock::pending::none);
+    }
+}
+
+// B (owner task-42) acquires on every node, then A, lost, sends whatever it
+// still has: nothing may go out, B's hold stays at 1 everywhere, and another
+// owner is refused.
+void b_holds_whatever_a_sends(edgelock::lock& a, edgelock::lock& b, edgelock::lock& other,
+                              node_set& s, instant now) {
+    REQUIRE(b.acquire(now) == lock_errc::ok);
+    round_everywhere(b, s, now);
+    REQUIRE(b.held());
+    int leftover = 0;
+    for (std::size_t n = 0; n < s.nodes.size(); ++n) {
+        leftover += exchange(a, static_cast<int>(n), s.nodes[n], now);
+    }
+    CHECK(leftover == 0);
+    for (std::size_t n = 0; n < s.nodes.size(); ++n) {
+        INFO("node " << n);
+        CHECK(holds_at(s.nodes[n], "task-42", now) == "1");
+    }
+    REQUIRE(other.acquire(now) == lock_errc::ok);
+    round_everywhere(other, s, now);
+    const std::vector<lock_event> evs = drain(other);
+    REQUIRE(evs.size() == 1);
+    CHECK(evs[0].kind == lock_event_kind::busy);
+}
+
 }  // namespace
 
 TEST_CASE("reentrant: a lost lock sends nothing that could take a later hold of its owner",
@@ -317,29 +349,10 @@ TEST_CASE("reentrant: a cleanup waiting for a node whose connection broke is dro
     a.on_disconnected(1, now);
     a.on_disconnected(2, now);
     run_until_lost(a, {0, 1, 2}, now);
-    for (int n = 0; n < 3; ++n) {
-        INFO("node " << n);
-        CHECK(a.pending_send(static_cast<std::uint8_t>(n)) == edgelock::lock::pending::none);
-    }
+    nothing_pending(a, s);
 
     // All back, empty: B acquires everywhere, then A sends what it has left.
-    REQUIRE(b.acquire(now) == lock_errc::ok);
-    round_everywhere(b, s, now);
-    REQUIRE(b.held());
-    int leftover = 0;
-    for (int n = 0; n < 3; ++n) {
-        leftover += exchange(a, n, s.nodes[static_cast<std::size_t>(n)], now);
-    }
-    CHECK(leftover == 0);
-    for (int n = 0; n < 3; ++n) {
-        INFO("node " << n);
-        CHECK(holds_at(s.nodes[static_cast<std::size_t>(n)], "task-42", now) == "1");
-    }
-    REQUIRE(other.acquire(now) == lock_errc::ok);
-    round_everywhere(other, s, now);
-    const std::vector<lock_event> evs = drain(other);
-    REQUIRE(evs.size() == 1);
-    CHECK(evs[0].kind == lock_event_kind::busy);
+    b_holds_whatever_a_sends(a, b, other, s, now);
 }
 
 TEST_CASE("reentrant: a late successful acquire after lost is not undone",
@@ -378,31 +391,12 @@ TEST_CASE("reentrant: a late successful acquire after lost is not undone",
     CHECK(holds_at(s.nodes[2], "task-42", now) == "1");
     CHECK(drain(a).empty());
     CHECK(a.state() == lock_state::idle);
-    for (int n = 0; n < 3; ++n) {
-        INFO("node " << n);
-        CHECK(a.pending_send(static_cast<std::uint8_t>(n)) == edgelock::lock::pending::none);
-    }
+    nothing_pending(a, s);
 
     // Node 2 restarts empty; B acquires everywhere; A sends what it has left.
     restart_empty(s.nodes[2]);
     a.on_disconnected(2, now);
-    REQUIRE(b.acquire(now) == lock_errc::ok);
-    round_everywhere(b, s, now);
-    REQUIRE(b.held());
-    int leftover = 0;
-    for (int n = 0; n < 3; ++n) {
-        leftover += exchange(a, n, s.nodes[static_cast<std::size_t>(n)], now);
-    }
-    CHECK(leftover == 0);
-    for (int n = 0; n < 3; ++n) {
-        INFO("node " << n);
-        CHECK(holds_at(s.nodes[static_cast<std::size_t>(n)], "task-42", now) == "1");
-    }
-    REQUIRE(other.acquire(now) == lock_errc::ok);
-    round_everywhere(other, s, now);
-    const std::vector<lock_event> evs = drain(other);
-    REQUIRE(evs.size() == 1);
-    CHECK(evs[0].kind == lock_event_kind::busy);
+    b_holds_whatever_a_sends(a, b, other, s, now);
 }
 
 TEST_CASE("plain and fenced: a lost lock still cleans up by its own token",
