@@ -58,9 +58,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "edgelock/client_config.hpp"
 #include "edgelock/client_errors.hpp"
 #include "edgelock/client_lock.hpp"
 #include "edgelock/config.hpp"
+#include "edgelock/handshake.hpp"
 #include "edgelock/lock.hpp"
 #include "edgelock/node_url.hpp"
 #include "edgelock/port.hpp"
@@ -69,40 +71,8 @@
 #include "edgelock/resp_decoder.hpp"
 #include "edgelock/str_view.hpp"
 #include "edgelock/time.hpp"
-
-// Bytes of received data a connection buffers: the longest reply it accepts.
-#ifndef EDGELOCK_CLIENT_RX_BUFFER
-#define EDGELOCK_CLIENT_RX_BUFFER 2048
-#endif
-
-// Bytes of requests a connection buffers before the socket takes them. At
-// least one request of the longest kind (lock_max_request).
-#ifndef EDGELOCK_CLIENT_TX_BUFFER
-#define EDGELOCK_CLIENT_TX_BUFFER 2048
-#endif
-
-// Requests in flight on one connection. Locks wait their turn when it is full.
-#ifndef EDGELOCK_CLIENT_PIPELINE
-#define EDGELOCK_CLIENT_PIPELINE 64
-#endif
-
-// Nodes of one decoded reply (the largest expected is HELLO's map).
-#ifndef EDGELOCK_CLIENT_REPLY_NODES
-#define EDGELOCK_CLIENT_REPLY_NODES 32
-#endif
-
-// Bytes of a server's error message kept per node for node(i).message.
-#ifndef EDGELOCK_CLIENT_MESSAGE
-#define EDGELOCK_CLIENT_MESSAGE 96
-#endif
-
-static_assert(EDGELOCK_CLIENT_TX_BUFFER >=
-                  1024 + 2 * (EDGELOCK_LOCK_MAX_NAME + 16) + EDGELOCK_LOCK_MAX_OWNER,
-              "EDGELOCK_CLIENT_TX_BUFFER must hold the longest request (lock_max_request)");
-static_assert(EDGELOCK_CLIENT_RX_BUFFER >= 256, "EDGELOCK_CLIENT_RX_BUFFER must be >= 256");
-static_assert(EDGELOCK_CLIENT_PIPELINE >= 16 && EDGELOCK_CLIENT_PIPELINE <= 65535,
-              "EDGELOCK_CLIENT_PIPELINE must be in [16, 65535]");
-static_assert(EDGELOCK_CLIENT_REPLY_NODES >= 16, "EDGELOCK_CLIENT_REPLY_NODES must be >= 16");
+#include "edgelock/timer_table.hpp"
+#include "edgelock/transport.hpp"
 
 namespace edgelock {
 
@@ -125,6 +95,12 @@ struct client_options {
     // Override the URLs' credentials when not empty (e.g. from a password file).
     str_view username;
     str_view password;
+    // How a connection's bytes travel once its socket is up; nullptr is
+    // plain_transport(), the socket itself (transport.hpp).
+    transport* via = nullptr;
+    // The locks' tokens and the backoff's jitter; none given (fill nullptr):
+    // the port's random_bytes. Set once here, handed to every lock attached.
+    random_source random{};
 };
 
 class client_base;
@@ -134,36 +110,46 @@ using reply_callback = void (*)(void* ctx, const resp_node* nodes, std::size_t c
 
 namespace detail {
 
-struct pending_reply {
-    client_lock* lock = nullptr;  // nullptr: a set-up step, `tag` says which
+// Whom a reply in flight answers.
+enum class reply_to : std::uint8_t {
+    lock,     // a lock's request: `lock` and its `tag`
+    setup,    // a set-up request: `tag` is the handshake's request
+    command,  // the reply to command()
+    discard,  // a reply whose lock was detached, or a command given up
+};
+
+struct in_flight {
+    client_lock* lock = nullptr;
     std::uint32_t tag = 0;
+    reply_to to = reply_to::discard;
+};
+
+// A connection's timers.
+enum class connection_timer : std::uint8_t {
+    connect,  // connect plus set-up must be done by then
+    backoff,  // no new attempt before then
+    stall,    // the oldest request in flight has waited stall_timeout by then
 };
 
 struct connection {
     node_address address;
     int fd = -1;
     node_state state = node_state::down;
-    node_error error = node_error::none;
-    int code = 0;
-    std::uint8_t setup_step = 0;     // next set-up request to send
-    std::uint8_t setup_pending = 0;  // set-up replies still expected
-    std::uint8_t failures = 0;       // consecutive failed attempts, for the backoff
-    unsigned attempt = 0;            // which resolved address to try
-    bool want_write = false;
-    instant deadline = instant::never();  // connect / set-up deadline, or end of backoff
-    instant progress_at;                  // last reply, or when the pipeline was last empty
+    bool opening = false;       // connecting: the socket is up, the transport's open() is not
+    bool want_write = false;    // bytes wait for the socket to take them
+    std::uint8_t failures = 0;  // consecutive failed attempts, for the backoff
+    unsigned attempt = 0;       // which resolved address to try
+    timer_table<connection_timer, 3> timers;
     std::size_t rx_size = 0;
     std::size_t tx_size = 0;
-    std::size_t message_size = 0;
     // Bytes still to throw away of a set-up INFO reply too long for rx.
     std::size_t skip = 0;
-    node_warning warning = node_warning::none;
-    std::uint8_t policy_size = 0;
-    reply_fifo<pending_reply, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
+    handshake setup;
+    resp_decoder decoder;  // resumes a reply split across reads
+    node_report report;
+    reply_fifo<in_flight, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
     char rx[EDGELOCK_CLIENT_RX_BUFFER];
     char tx[EDGELOCK_CLIENT_TX_BUFFER];
-    char message[EDGELOCK_CLIENT_MESSAGE];
-    char policy[node_policy_capacity];
 };
 
 }  // namespace detail
@@ -243,29 +229,34 @@ private:
 
     void link(client_lock& l) noexcept;
     void unlink(client_lock& l) noexcept;
+    // The scheduler (scheduler.cpp): everything due at `now`.
     void service(instant now) noexcept;
-    client_errc step(instant until) noexcept;
+    // One wait for I/O, at most until `until`, then service; `now` is the
+    // time after the wait.
+    client_errc wait_once(instant until, instant& now) noexcept;
     void handle_ready(int fd, std::uint8_t events, instant now) noexcept;
+    // Connections (connection.cpp).
     void start_connect(std::uint8_t n, instant now) noexcept;
     void try_addresses(std::uint8_t n, instant now) noexcept;
     void connect_ready(std::uint8_t n, instant now) noexcept;
+    void open_session(std::uint8_t n, port::net_result r, instant now) noexcept;
     void connected(std::uint8_t n, instant now) noexcept;
     void drop(std::uint8_t n, instant now) noexcept;
     void fail(std::uint8_t n, node_error why, int code, instant now) noexcept;
-    void fail_message(std::uint8_t n, node_error why, const resp_node* nodes, std::size_t count,
-                      instant now) noexcept;
-    void fill_setup(std::uint8_t n, instant now) noexcept;
-    void setup_reply(std::uint8_t n, std::uint32_t step, const resp_node* nodes, std::size_t count,
-                     instant now) noexcept;
-    void fill(std::uint8_t n, instant now) noexcept;
+    // Requests out and replies in (pipeline.cpp).
+    bool push_in_flight(std::uint8_t n, const detail::in_flight& f, instant now) noexcept;
+    void queue_setup(std::uint8_t n, instant now) noexcept;
+    void queue_requests(std::uint8_t n, instant now) noexcept;
     void transmit(std::uint8_t n, instant now) noexcept;
     void read(std::uint8_t n, instant now) noexcept;
     void process_replies(std::uint8_t n, instant now) noexcept;
     bool skip_info(std::uint8_t n, std::size_t pos, instant now) noexcept;
+    void setup_reply(std::uint8_t n, std::uint32_t request, const resp_node* nodes,
+                     std::size_t count, instant now) noexcept;
+    // Locks (scheduler.cpp).
     void pump_events(client_lock& l, instant now) noexcept;
     void notify(client_lock& l, const lock_event& ev) noexcept;
     void begin(client_lock& l, instant now) noexcept;
-    bool push_pending(std::uint8_t n, client_lock* l, std::uint32_t tag, instant now) noexcept;
     bool node_settled(std::uint8_t n) const noexcept;
     bool all_settled() const noexcept;
     bool node_wanted(std::uint8_t n) const noexcept;
@@ -277,6 +268,8 @@ private:
     bool in_callback_ = false;
     bool connect_wanted_ = false;
     client_options options_;
+    transport* transport_ = &plain_transport();
+    random_source random_ = system_random();
     client_lock* locks_ = nullptr;  // intrusive list of attached locks
     std::size_t bad_url_index_ = 0;
     url_errc bad_url_error_ = url_errc::ok;

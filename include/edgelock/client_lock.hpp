@@ -9,6 +9,7 @@
 #include "edgelock/lock.hpp"
 #include "edgelock/str_view.hpp"
 #include "edgelock/time.hpp"
+#include "edgelock/timer_table.hpp"
 
 namespace edgelock {
 
@@ -84,10 +85,17 @@ private:
 
     enum class op : std::uint8_t { none, acquire, renew, release };
 
-    // max_tries and wait: the retry policy of an acquire, kept only if it starts.
-    client_errc start(op kind, std::uint32_t max_tries = 1, duration wait = duration{}) noexcept;
+    // max_tries and wait: the retry policy of an acquire, set only if it starts.
+    client_errc start(op kind, instant now, std::uint32_t max_tries = 1,
+                      duration wait = duration{}) noexcept;
     op_result run(op kind, std::uint32_t max_tries = 1, duration wait = duration{}) noexcept;
-    void abandon() noexcept;
+    void abandon(instant now) noexcept;
+
+    // The lock's timers in the client.
+    enum class timer : std::uint8_t {
+        renew,     // the watchdog's next renew
+        begin_by,  // a queued operation begins then even if a node is still connecting
+    };
 
     lock machine_;
     client_base* client_ = nullptr;
@@ -95,17 +103,12 @@ private:
     lock_callback callback_ = nullptr;
     void* callback_ctx_ = nullptr;
     watchdog_options watchdog_;
-    instant renew_at_ = instant::never();
+    detail::timer_table<timer, 2> timers_;
     lock_event last_event_;
     lock_errc lock_error_ = lock_errc::ok;
-    op pending_ = op::none;        // started by the user, waiting for connections
+    op queued_ = op::none;         // started by the user, waiting for connections
     op running_ = op::none;        // handed to the machine, outcome not yet known
     op_result* waiter_ = nullptr;  // a blocking call waiting for the running operation
-    duration ttl_{};
-    duration node_timeout_{};
-    instant pending_since_;  // when pending_ was set
-    std::uint32_t max_tries_ = 1;
-    duration wait_{};
 };
 
 }  // namespace edgelock

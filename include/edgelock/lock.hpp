@@ -296,14 +296,18 @@ public:
     std::uint64_t fence() const noexcept { return fence_; }
     std::uint8_t node_count() const noexcept { return node_count_; }
     std::uint8_t quorum() const noexcept { return quorum_; }
+    // As configured (max_tries and wait as the last set_retry left them).
+    const lock_options& options() const noexcept { return options_; }
     // The current acquisition's token (lock value in plain and fenced modes).
     const owner_token& token() const noexcept { return token_; }
 
 private:
     // What one request asks; also the low bits of its tag.
     enum class req : std::uint8_t { none, acquire, fence_raise, renew, release, cleanup };
-    // How one node answered the current round.
-    enum class vote : std::uint8_t { waiting, yes, no, busy };
+    // How one node answered the current round. refused: it said no because of
+    // the key (another's, a fence already past ours, no longer ours); no: no
+    // usable answer (a timeout, an error reply, a disconnect).
+    enum class vote : std::uint8_t { waiting, yes, no, refused };
 
     struct slot {
         req send = req::none;  // the current round's request, not yet transmitted

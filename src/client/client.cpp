@@ -1,10 +1,11 @@
 // The driver's client: configuration, node reports and the list of locks.
 //
-// The driver is split by concept: connection.cpp (connect, backoff, drop),
-// handshake.cpp (the set-up requests and their replies), pipeline.cpp
-// (requests out, replies in), scheduler.cpp (the service loop, operations and
-// the watchdog), event_loop.cpp (the event-loop API and the blocking calls
-// under it), client_lock.cpp (a lock on a client), client_describe.cpp.
+// The driver is split by concept: connection.cpp (connect, transport open,
+// backoff, drop), handshake.cpp (the set-up sequence, a machine without a
+// socket), pipeline.cpp (requests out, replies in), scheduler.cpp (the
+// service loop, operations and the watchdog), event_loop.cpp (the event-loop
+// API and the blocking calls under it), client_lock.cpp (a lock on a client),
+// plain_transport.cpp (the socket as the transport), client_describe.cpp.
 //
 // Everything happens in service(): lock timeouts, the watchdog, connection
 // deadlines, starting operations once their nodes are settled, and moving
@@ -95,15 +96,13 @@ client_errc client_base::configure(const str_view* urls, std::size_t count,
         detail::connection& c = conns_[i];
         c.address = i < count ? parsed[i] : node_address{};
         c.state = node_state::down;
-        c.error = node_error::none;
-        c.code = 0;
         c.failures = 0;
-        c.message_size = 0;
-        c.warning = node_warning::none;
-        c.policy_size = 0;
+        c.report = detail::node_report{};
     }
     node_count_ = static_cast<std::uint8_t>(count);
     options_ = options;
+    transport_ = options.via != nullptr ? options.via : &plain_transport();
+    random_ = options.random.valid() ? options.random : system_random();
     bad_url_index_ = 0;
     bad_url_error_ = url_errc::ok;
     return client_errc::ok;
@@ -116,11 +115,11 @@ node_info client_base::node(std::uint8_t index) const noexcept {
     }
     const detail::connection& c = conns_[index];
     info.state = c.state;
-    info.error = c.error;
-    info.code = c.code;
-    info.message = str_view(c.message, c.message_size);
-    info.warning = c.warning;
-    info.maxmemory_policy = str_view(c.policy, c.policy_size);
+    info.error = c.report.error;
+    info.code = c.report.code;
+    info.message = str_view(c.report.message, c.report.message_size);
+    info.warning = c.report.warning;
+    info.maxmemory_policy = str_view(c.report.policy, c.report.policy_size);
     return info;
 }
 
@@ -155,10 +154,10 @@ void client_base::unlink(client_lock& l) noexcept {
     for (std::uint8_t n = 0; n < node_count_; ++n) {
         detail::connection& c = conns_[n];
         for (std::size_t i = 0; i < c.fifo.size(); ++i) {
-            detail::pending_reply& p = c.fifo[i];
-            if (p.lock == &l) {
-                p.lock = nullptr;
-                p.tag = step_discard;
+            detail::in_flight& f = c.fifo[i];
+            if (f.lock == &l) {
+                f.lock = nullptr;
+                f.to = reply_to::discard;
             }
         }
     }

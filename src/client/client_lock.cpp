@@ -21,20 +21,15 @@ client_errc client_lock::attach(client_base& c, str_view name, const lock_option
             options.ttl - redlock_drift(options.ttl, options.drift_ppm, options.drift_fixed)) {
         return client_errc::bad_option;  // it would renew after the validity has ended
     }
-    const lock_errc e =
-        machine_.configure(name, c.node_count_, options, client_base::system_random());
+    const lock_errc e = machine_.configure(name, c.node_count_, options, c.random_);
     lock_error_ = e;
     if (e != lock_errc::ok) {
         return client_errc::lock_rejected;
     }
     client_ = &c;
     watchdog_ = watchdog;
-    ttl_ = options.ttl;
-    node_timeout_ = options.node_timeout;
-    max_tries_ = options.max_tries;
-    wait_ = options.wait;
-    renew_at_ = instant::never();
-    pending_ = op::none;
+    timers_.stop_all();
+    queued_ = op::none;
     running_ = op::none;
     c.link(*this);
     return client_errc::ok;
@@ -46,20 +41,20 @@ void client_lock::detach() noexcept {
     }
     client_->unlink(*this);
     client_ = nullptr;
-    pending_ = op::none;
+    queued_ = op::none;
     running_ = op::none;
-    renew_at_ = instant::never();
+    timers_.stop_all();
 }
 
 bool client_lock::held() const noexcept {
     return machine_.held() && port::now() < machine_.validity_deadline();
 }
 
-client_errc client_lock::start(op kind, std::uint32_t max_tries, duration wait) noexcept {
+client_errc client_lock::start(op kind, instant now, std::uint32_t max_tries,
+                               duration wait) noexcept {
     if (client_ == nullptr) {
         return client_errc::not_attached;
     }
-    const instant now = port::now();
     // Bring the machine up to date first: a lock whose validity ended while
     // nobody drove the client is lost, not busy. Only this lock: a full
     // service here would make starting n locks cost n^2.
@@ -70,23 +65,23 @@ client_errc client_lock::start(op kind, std::uint32_t max_tries, duration wait) 
     const lock_state s = machine_.state();
     switch (kind) {
     case op::acquire:
-        if (s != lock_state::idle || pending_ != op::none || running_ != op::none) {
+        if (s != lock_state::idle || queued_ != op::none || running_ != op::none) {
             return client_errc::busy;
         }
         break;
     case op::renew:
         if (s == lock_state::idle) {
-            return pending_ == op::none ? client_errc::not_held : client_errc::busy;
+            return queued_ == op::none ? client_errc::not_held : client_errc::busy;
         }
         if (s != lock_state::held && s != lock_state::renewing) {
             return client_errc::busy;  // acquiring or releasing
         }
-        if (pending_ != op::none && pending_ != op::renew) {
+        if (queued_ != op::none && queued_ != op::renew) {
             return client_errc::busy;
         }
-        if (pending_ == op::renew || running_ == op::renew || s == lock_state::renewing) {
+        if (queued_ == op::renew || running_ == op::renew || s == lock_state::renewing) {
             // The watchdog's renew is under way: its outcome is the answer.
-            if (pending_ != op::renew) {
+            if (queued_ != op::renew) {
                 running_ = op::renew;
             }
             return client_errc::ok;
@@ -95,8 +90,8 @@ client_errc client_lock::start(op kind, std::uint32_t max_tries, duration wait) 
     case op::release:
         // Stops anything else of this lock, as the machine's release does.
         if (s == lock_state::idle) {
-            if (pending_ == op::acquire) {
-                pending_ = op::none;  // an acquisition not yet started is cancelled
+            if (queued_ == op::acquire) {
+                queued_ = op::none;  // an acquisition not yet started is cancelled
                 return client_errc::ok;
             }
             return client_errc::not_held;
@@ -108,11 +103,14 @@ client_errc client_lock::start(op kind, std::uint32_t max_tries, duration wait) 
     if (kind == op::acquire) {
         // Only now: a refused call must not rewrite the retries of an
         // acquisition that is still waiting for its nodes.
-        max_tries_ = max_tries;
-        wait_ = wait;
+        const lock_errc e = machine_.set_retry(max_tries, wait);
+        if (e != lock_errc::ok) {
+            lock_error_ = e;
+            return client_errc::lock_rejected;
+        }
     }
-    pending_ = kind;
-    pending_since_ = now;
+    queued_ = kind;
+    timers_.set(timer::begin_by, now + machine_.options().node_timeout);
     running_ = op::none;
     // The operation begins at the client's next call: next_deadline() is now.
     // Starting many locks in a row therefore costs one service, not one each.
@@ -123,7 +121,7 @@ client_errc client_lock::resume(const owner_token& token) noexcept {
     if (client_ == nullptr) {
         return client_errc::not_attached;
     }
-    if (pending_ != op::none || running_ != op::none) {
+    if (queued_ != op::none || running_ != op::none) {
         return client_errc::busy;
     }
     const lock_errc e = machine_.resume(token, port::now());
@@ -138,15 +136,15 @@ client_errc client_lock::start_acquire(std::uint32_t max_tries, duration wait) n
     if (max_tries == 0) {
         return client_errc::bad_option;
     }
-    return start(op::acquire, max_tries, wait);
+    return start(op::acquire, port::now(), max_tries, wait);
 }
 
 client_errc client_lock::start_renew() noexcept {
-    return start(op::renew);
+    return start(op::renew, port::now());
 }
 
 client_errc client_lock::start_release() noexcept {
-    return start(op::release);
+    return start(op::release, port::now());
 }
 
 op_result client_lock::run(op kind, std::uint32_t max_tries, duration wait) noexcept {
@@ -162,21 +160,23 @@ op_result client_lock::run(op kind, std::uint32_t max_tries, duration wait) noex
     // A bound that no correct run reaches: connect, the operation's own time
     // (its wait, or the validity it can renew within), and slack.
     const client_options& co = client_->options_;
-    duration span = co.connect_timeout + co.connect_timeout + ttl_ + duration::seconds(5);
+    duration span =
+        co.connect_timeout + co.connect_timeout + machine_.options().ttl + duration::seconds(5);
     if (kind == op::acquire) {
         span = span + wait;
     }
-    const instant bound = port::now() + span;
+    instant now = port::now();
+    const instant bound = now + span;
     // The outcome is written into `out` by whatever ends the operation, which
     // may happen inside start() already.
     waiter_ = &out;
-    out.error = start(kind, max_tries, wait);
+    out.error = start(kind, now, max_tries, wait);
     if (out.error != client_errc::ok) {
         waiter_ = nullptr;
         return out;
     }
-    client_->service(port::now());  // sends it now, before the first wait
-    if (kind == op::release && pending_ == op::none && running_ == op::none && waiter_ == &out) {
+    client_->service(now);  // sends it now, before the first wait
+    if (kind == op::release && queued_ == op::none && running_ == op::none && waiter_ == &out) {
         // A release that only cancelled an acquisition not yet started.
         waiter_ = nullptr;
         out.event.kind = lock_event_kind::released;
@@ -186,14 +186,14 @@ op_result client_lock::run(op kind, std::uint32_t max_tries, duration wait) noex
         client_errc e = client_errc::ok;
         if (client_ == nullptr) {
             e = client_errc::not_attached;
-        } else if (port::now() >= bound) {
+        } else if (now >= bound) {
             e = client_errc::deadline;
         } else {
-            e = client_->step(bound);
+            e = client_->wait_once(bound, now);
         }
         if (e != client_errc::ok) {
             waiter_ = nullptr;
-            abandon();
+            abandon(now);
             out.error = e;
             return out;
         }
@@ -204,17 +204,17 @@ op_result client_lock::run(op kind, std::uint32_t max_tries, duration wait) noex
 // A blocking call gave up: nothing may go on in the background unseen. An
 // acquisition still running is released (it might yet win); anything not yet
 // started is dropped.
-void client_lock::abandon() noexcept {
-    pending_ = op::none;
+void client_lock::abandon(instant now) noexcept {
+    queued_ = op::none;
     if (client_ != nullptr && running_ == op::acquire) {
         running_ = op::none;
-        machine_.release(port::now());
-        client_->pump_events(*this, port::now());
+        machine_.release(now);
+        client_->pump_events(*this, now);
     }
 }
 
 op_result client_lock::try_acquire() noexcept {
-    return run(op::acquire, 1, wait_);
+    return run(op::acquire, 1, machine_.options().wait);
 }
 
 op_result client_lock::acquire(duration wait) noexcept {

@@ -1,6 +1,6 @@
 // A node's connection: connecting (each resolved address in turn, within
-// connect_timeout), failing with a reason and a backoff, and dropping, which
-// every lock on the client hears of.
+// connect_timeout), opening its transport, failing with a reason and a
+// backoff, and dropping, which every lock on the client hears of.
 #include "edgelock/client.hpp"
 
 #include "client_internal.hpp"
@@ -30,6 +30,7 @@ void client_base::disconnect() noexcept {
         }
         conns_[n].state = node_state::down;
         conns_[n].failures = 0;
+        conns_[n].timers.stop_all();
     }
 }
 
@@ -37,18 +38,20 @@ void client_base::disconnect() noexcept {
 void client_base::drop(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     if (c.fd >= 0) {
+        transport_->close(n);
         port::close(c.fd);
         c.fd = -1;
     }
+    c.opening = false;
     c.rx_size = 0;
     c.tx_size = 0;
     c.skip = 0;
     c.want_write = false;
-    c.setup_step = 0;
-    c.setup_pending = 0;
+    c.decoder.reset();
+    c.timers.stop(connection_timer::connect);
+    c.timers.stop(connection_timer::stall);
     for (std::size_t i = 0; i < c.fifo.size(); ++i) {
-        const detail::pending_reply& p = c.fifo[i];
-        if (p.lock == nullptr && p.tag == step_command && command_fn_ != nullptr) {
+        if (c.fifo[i].to == reply_to::command && command_fn_ != nullptr) {
             const reply_callback fn = command_fn_;
             command_fn_ = nullptr;
             fn(command_ctx_, nullptr, 0);
@@ -67,10 +70,10 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
 
 void client_base::fail(std::uint8_t n, node_error why, int code, instant now) noexcept {
     detail::connection& c = conns_[n];
-    c.error = why;
-    c.code = code;
+    c.report.error = why;
+    c.report.code = code;
     if (!keeps_message(why)) {
-        c.message_size = 0;
+        c.report.message_size = 0;
     }
     drop(n, now);
     // Exponential backoff with jitter in [delay/2, delay].
@@ -82,38 +85,33 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now) no
         delay = options_.reconnect_max.us;
     }
     std::uint64_t jittered = delay;
-    if (!random_between(system_random(), delay / 2, delay, jittered)) {
+    if (!random_between(random_, delay / 2, delay, jittered)) {
         jittered = delay;
     }
     if (c.failures < 255) {
         ++c.failures;
     }
     c.state = node_state::backoff;
-    c.deadline = now + duration::micros(jittered);
-}
-
-void client_base::fail_message(std::uint8_t n, node_error why, const resp_node* nodes,
-                               std::size_t count, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    c.message_size = 0;
-    if (count > 0 && nodes[0].has_text()) {
-        c.message_size = copy_text(c.message, sizeof c.message, nodes[0].text);
-    }
-    fail(n, why, 0, now);
+    c.timers.set(connection_timer::backoff, now + duration::micros(jittered));
 }
 
 void client_base::start_connect(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    c.deadline = now + options_.connect_timeout;
+    c.timers.set(connection_timer::connect, now + options_.connect_timeout);
+    c.timers.stop(connection_timer::backoff);
     c.attempt = 0;
     try_addresses(n, now);
 }
 
 void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
+    if (c.opening) {
+        open_session(n, transport_->proceed(n, c.fd), now);
+        return;
+    }
     const port::net_result r = port::connect_finish(c.fd);
     if (r.status == port::net_status::ok) {
-        connected(n, now);
+        open_session(n, transport_->open(n, c.fd, c.address), now);
         return;
     }
     if (r.status == port::net_status::in_progress) {
@@ -121,8 +119,8 @@ void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
     }
     port::close(c.fd);
     c.fd = -1;
-    c.error = from_net(r.status);
-    c.code = r.code;
+    c.report.error = from_net(r.status);
+    c.report.code = r.code;
     ++c.attempt;  // the next address, within the same deadline
     try_addresses(n, now);
 }
@@ -141,7 +139,7 @@ void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
         const port::net_result r = port::connect(where, c.attempt, fd);
         if (r.status == port::net_status::ok) {
             c.fd = fd;
-            connected(n, now);
+            open_session(n, transport_->open(n, fd, c.address), now);
             return;
         }
         if (r.status == port::net_status::in_progress) {
@@ -153,8 +151,8 @@ void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
         if (r.status == port::net_status::no_address && c.attempt > 0) {
             break;
         }
-        c.error = from_net(r.status);
-        c.code = r.code;
+        c.report.error = from_net(r.status);
+        c.report.code = r.code;
         // Only another address of the same name can do better.
         if (!c.address.unix_path.empty() || r.status == port::net_status::resolve_failed ||
             r.status == port::net_status::bad_argument ||
@@ -162,24 +160,39 @@ void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
             break;
         }
     }
-    fail(n, c.error, c.code, now);
+    fail(n, c.report.error, c.report.code, now);
+}
+
+// The socket is up; the transport's open() (or proceed()) said `r`.
+void client_base::open_session(std::uint8_t n, port::net_result r, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    if (r.status == port::net_status::ok) {
+        connected(n, now);
+    } else if (r.status == port::net_status::in_progress) {
+        c.state = node_state::connecting;
+        c.opening = true;
+    } else {
+        fail(n, from_net(r.status), r.code, now);
+    }
 }
 
 void client_base::connected(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     c.state = node_state::handshake;
+    c.opening = false;
     c.want_write = false;
     c.rx_size = 0;
     c.tx_size = 0;
-    c.fifo.clear();
-    c.setup_step = 0;
-    c.setup_pending = 0;
-    c.message_size = 0;
     c.skip = 0;
-    c.warning = node_warning::none;  // this connection's INFO says anew
-    c.policy_size = 0;
-    c.progress_at = now;
-    fill_setup(n, now);
+    c.fifo.clear();
+    c.timers.stop(connection_timer::stall);
+    c.decoder.set_limits(reply_limits());
+    c.decoder.reset();
+    c.report.message_size = 0;
+    c.report.warning = node_warning::none;  // this connection's INFO says anew
+    c.report.policy_size = 0;
+    c.setup.start(c.address, options_);
+    queue_setup(n, now);
 }
 
 }  // namespace edgelock

@@ -21,7 +21,8 @@ std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) con
             e.fd = c.fd;
             e.ready = 0;
             if (c.state == node_state::connecting) {
-                e.want = port::want_write;
+                e.want =
+                    c.opening ? transport_->wants(n) : static_cast<std::uint8_t>(port::want_write);
             } else {
                 e.want = static_cast<std::uint8_t>(port::want_read |
                                                    (c.want_write ? port::want_write : 0));
@@ -37,22 +38,23 @@ instant client_base::next_deadline() const noexcept {
     const bool settled = all_settled();
     for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
         next = earliest(next, l->machine_.next_deadline());
-        next = earliest(next, l->renew_at_);
-        if (l->pending_ != client_lock::op::none) {
+        next = earliest(next, l->timers_.get(client_lock::timer::renew));
+        if (l->queued_ != client_lock::op::none) {
             // Started from a callback, say: due now unless a node is connecting.
-            next = earliest(next, settled ? instant{0} : l->pending_since_ + l->node_timeout_);
+            next =
+                earliest(next, settled ? instant{0} : l->timers_.get(client_lock::timer::begin_by));
         }
     }
     for (std::uint8_t n = 0; n < node_count_; ++n) {
         const detail::connection& c = conns_[n];
         if (c.state == node_state::connecting || c.state == node_state::handshake) {
-            next = earliest(next, c.deadline);
+            next = earliest(next, c.timers.get(connection_timer::connect));
         } else if (c.state == node_state::down && node_wanted(n)) {
             next = instant{0};
         } else if (c.state == node_state::backoff && node_wanted(n)) {
-            next = earliest(next, c.deadline);
+            next = earliest(next, c.timers.get(connection_timer::backoff));
         } else if (c.state == node_state::ready && !c.fifo.empty()) {
-            next = earliest(next, c.progress_at + options_.stall_timeout);
+            next = earliest(next, c.timers.get(connection_timer::stall));
         }
     }
     return next;
@@ -65,15 +67,15 @@ void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcep
             continue;
         }
         if (c.state == node_state::connecting) {
-            if ((events & (port::want_write | port::ready_error)) != 0) {
+            const std::uint8_t wanted =
+                c.opening ? transport_->wants(n) : static_cast<std::uint8_t>(port::want_write);
+            if ((events & (wanted | port::ready_error)) != 0) {
                 connect_ready(n, now);
             }
             return;
         }
         if ((events & (port::want_read | port::ready_error)) != 0) {
-            // Fresh time for every connection: callbacks run in between, and a
-            // validity is judged against the moment a reply is handled.
-            read(n, port::now());
+            read(n, now);
         }
         if (c.fd >= 0 && (events & port::want_write) != 0) {
             transmit(n, now);
@@ -90,7 +92,9 @@ void client_base::on_ready(int fd, std::uint8_t events) noexcept {
 
 void client_base::on_ready(const port::wait_entry* entries, std::size_t count) noexcept {
     // Every event first, then one service: service() may open a connection
-    // whose fd number an entry of this batch still names.
+    // whose fd number an entry of this batch still names. Fresh time for
+    // every fd: callbacks run in between, and a validity is judged against
+    // the moment a reply is handled.
     for (std::size_t i = 0; i < count; ++i) {
         if (entries[i].ready != 0) {
             handle_ready(entries[i].fd, entries[i].ready, port::now());
@@ -103,20 +107,24 @@ void client_base::on_timeout() noexcept {
     service(port::now());
 }
 
-// One wait for I/O, at most until `until`, then service.
-client_errc client_base::step(instant until) noexcept {
+// One wait for I/O, at most until `until`, then service. The clock is read
+// after the wait (and after each ready fd: see on_ready); `now` is the last.
+client_errc client_base::wait_once(instant until, instant& now) noexcept {
     port::wait_entry entries[lock_max_nodes];
     const std::size_t count = wanted(entries, lock_max_nodes);
     const instant deadline = earliest(next_deadline(), until);
     const int ready = port::wait(entries, count, deadline);
     if (ready < 0) {
+        now = port::now();
         return client_errc::wait_failed;
     }
-    if (ready > 0) {
-        on_ready(entries, count);
-    } else {
-        service(port::now());
+    for (std::size_t i = 0; ready > 0 && i < count; ++i) {
+        if (entries[i].ready != 0) {
+            handle_ready(entries[i].fd, entries[i].ready, port::now());
+        }
     }
+    now = port::now();
+    service(now);
     return client_errc::ok;
 }
 
@@ -127,9 +135,10 @@ client_errc client_base::run_until(instant deadline) noexcept {
     if (node_count_ == 0) {
         return client_errc::not_configured;
     }
-    service(port::now());
-    while (port::now() < deadline) {
-        const client_errc e = step(deadline);
+    instant now = port::now();
+    service(now);
+    while (now < deadline) {
+        const client_errc e = wait_once(deadline, now);
         if (e != client_errc::ok) {
             return e;
         }
@@ -142,10 +151,11 @@ std::uint8_t client_base::connect(instant deadline, std::uint8_t enough) noexcep
         return 0;
     }
     connect_wanted_ = true;
-    service(port::now());
+    instant now = port::now();
+    service(now);
     for (;;) {
-        if (all_settled() || (enough > 0 && ready_count() >= enough) || port::now() >= deadline ||
-            step(deadline) != client_errc::ok) {
+        if (all_settled() || (enough > 0 && ready_count() >= enough) || now >= deadline ||
+            wait_once(deadline, now) != client_errc::ok) {
             break;
         }
     }
@@ -173,9 +183,10 @@ client_errc client_base::command(std::uint8_t index, const str_view* args, std::
         connect(deadline);
     }
     // Room in the buffer and the pipeline: let what is queued drain first.
+    instant now = port::now();
     while (c.state == node_state::ready && (c.fifo.full() || size > sizeof c.tx - c.tx_size) &&
-           port::now() < deadline) {
-        if (step(deadline) != client_errc::ok) {
+           now < deadline) {
+        if (wait_once(deadline, now) != client_errc::ok) {
             break;
         }
     }
@@ -188,12 +199,14 @@ client_errc client_base::command(std::uint8_t index, const str_view* args, std::
         return e.error == resp_encode_errc::ok ? client_errc::timed_out : client_errc::bad_option;
     }
     c.tx_size += e.size;
-    push_pending(index, nullptr, step_command, port::now());
+    detail::in_flight f;
+    f.to = reply_to::command;
+    push_in_flight(index, f, now);
     command_fn_ = fn;
     command_ctx_ = ctx;
-    transmit(index, port::now());
-    while (command_fn_ != nullptr && port::now() < deadline) {
-        if (step(deadline) != client_errc::ok) {
+    transmit(index, now);
+    while (command_fn_ != nullptr && now < deadline) {
+        if (wait_once(deadline, now) != client_errc::ok) {
             break;
         }
     }
@@ -203,9 +216,8 @@ client_errc client_base::command(std::uint8_t index, const str_view* args, std::
     // Given up: its reply, if it ever comes, is read and thrown away.
     command_fn_ = nullptr;
     for (std::size_t i = 0; i < c.fifo.size(); ++i) {
-        detail::pending_reply& p = c.fifo[i];
-        if (p.lock == nullptr && p.tag == step_command) {
-            p.tag = step_discard;
+        if (c.fifo[i].to == reply_to::command) {
+            c.fifo[i].to = reply_to::discard;
         }
     }
     return client_errc::timed_out;

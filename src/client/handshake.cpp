@@ -1,228 +1,235 @@
-// The set-up of a new connection, pipelined: AUTH (or HELLO 3), SELECT,
-// CLIENT SETNAME, INFO replication and memory (a replica fails the node, an
-// evicting policy is a warning), SCRIPT LOAD; and what each reply means.
-#include "edgelock/client.hpp"
+// The set-up of a new connection, as a machine: the requests (AUTH or HELLO 3,
+// SELECT, CLIENT SETNAME, INFO replication and memory, SCRIPT LOAD) and what
+// each reply means. No socket, no clock: the pipeline carries the bytes.
+#include "edgelock/handshake.hpp"
 
-#include "client_internal.hpp"
+#include "edgelock/client.hpp"
+#include "edgelock/lock_scripts.hpp"
 #include "edgelock/resp_encoder.hpp"
 #include "edgelock/server_info.hpp"
 
 namespace edgelock {
 
-using namespace detail;
-
 namespace {
+
+constexpr std::uint8_t request_end = handshake::script + lock_scripts_count;
 
 bool starts_with_icase(str_view s, str_view prefix) {
     return s.size >= prefix.size && equals_icase(str_view(s.data, prefix.size), prefix);
 }
 
-bool is_info_step(std::uint32_t step) {
-    return step == step_info_replication || step == step_info_memory;
+// Copies a server's text into a fixed buffer, control bytes made visible.
+std::size_t copy_text(char* out, std::size_t capacity, str_view text) {
+    const std::size_t k = text.size < capacity ? text.size : capacity;
+    for (std::size_t i = 0; i < k; ++i) {
+        const char ch = text.data[i];
+        out[i] = (ch < 0x20 || ch == 0x7f) ? '?' : ch;
+    }
+    return k;
 }
 
-// The whole size of the bulk or verbatim string starting at `data` once its
-// header is in, for a reply too long to buffer; 0 when it is not one, its
-// header is not all there, or it is longer than any bulk string accepted
-// (EDGELOCK_RESP_MAX_BULK: no INFO is that long).
-std::size_t bulk_reply_size(const char* data, std::size_t size) {
-    if (size == 0 || (data[0] != '$' && data[0] != '=')) {
-        return 0;
+// The secrets of one request, decoded from the URL unless the options give
+// them; wiped when the request has been written.
+class credentials {
+public:
+    credentials(const node_address& a, const client_options& o) noexcept
+        : user_(o.username),
+          password_(o.password),
+          present_(!o.password.empty() || a.has_password) {
+        if (user_.empty() && !a.user.empty()) {
+            user_ = str_view(user_buf_, node_url_decode(a.user, user_buf_, sizeof user_buf_));
+        }
+        if (password_.empty() && a.has_password) {
+            password_ = str_view(password_buf_,
+                                 node_url_decode(a.password, password_buf_, sizeof password_buf_));
+        }
     }
-    bool header = false;
-    for (std::size_t i = 1; i + 1 < size && !header; ++i) {
-        header = data[i] == '\r' && data[i + 1] == '\n';
+    ~credentials() {
+        volatile char* u = user_buf_;
+        volatile char* p = password_buf_;
+        for (std::size_t i = 0; i < sizeof user_buf_; ++i) {
+            u[i] = 0;
+            p[i] = 0;
+        }
     }
-    if (!header) {
-        return 0;
-    }
-    resp_limits l = reply_limits();
-    l.max_bulk = EDGELOCK_RESP_MAX_BULK;
-    resp_decoder measure(l);
-    const resp_result r = measure.decode(data, size, nullptr, 0);
-    // With the header in, "incomplete" waits for the payload: needed is exact.
-    return r.status == resp_status::incomplete ? r.needed : 0;
-}
+    credentials(const credentials&) = delete;
+    credentials& operator=(const credentials&) = delete;
 
-// Appends to a message being built, as much as fits.
-void append_text(detail::connection& c, str_view text) {
-    c.message_size +=
-        copy_text(c.message + c.message_size, sizeof c.message - c.message_size, text);
-}
+    str_view user() const { return user_; }
+    str_view password() const { return password_; }
+    bool present() const { return present_; }
+
+private:
+    char user_buf_[node_url_max_secret];
+    char password_buf_[node_url_max_secret];
+    str_view user_;
+    str_view password_;
+    bool present_;
+};
 
 }  // namespace
 
-// Writes the set-up requests that fit; the rest follow as the buffer drains.
-void client_base::fill_setup(std::uint8_t n, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    const node_address& a = c.address;
-    char user[node_url_max_secret];
-    char password[node_url_max_secret];
-    str_view user_view = options_.username;
-    str_view password_view = options_.password;
-    if (user_view.empty() && !a.user.empty()) {
-        user_view = str_view(user, node_url_decode(a.user, user, sizeof user));
+void detail::node_report::set_message(str_view text) noexcept {
+    message_size = copy_text(message, sizeof message, text);
+}
+
+void detail::node_report::append_message(str_view text) noexcept {
+    message_size += copy_text(message + message_size, sizeof message - message_size, text);
+}
+
+void handshake::start(const node_address& address, const client_options& options) noexcept {
+    address_ = &address;
+    options_ = &options;
+    next_ = 0;
+    replies_due_ = 0;
+    status_ = handshake_status::pending;
+}
+
+std::size_t handshake::poll_request(char* buf, std::size_t capacity,
+                                    std::uint8_t& request) noexcept {
+    if (status_ != handshake_status::pending || address_ == nullptr) {
+        return 0;
     }
-    if (password_view.empty() && a.has_password) {
-        password_view = str_view(password, node_url_decode(a.password, password, sizeof password));
-    }
-    const bool auth = !options_.password.empty() || a.has_password;
-    while (c.setup_step < step_end && !c.fifo.full()) {
+    const node_address& a = *address_;
+    const client_options& o = *options_;
+    const credentials secret(a, o);
+    for (; next_ < request_end; ++next_) {
         str_view args[8];
         std::size_t argc = 0;
-        const std::uint32_t step = c.setup_step;
         decimal_arg db(static_cast<std::int64_t>(a.db));
-        if (step == step_auth) {
-            if (options_.resp3) {
+        if (next_ == auth) {
+            if (o.resp3) {
                 args[argc++] = "HELLO";
                 args[argc++] = "3";
-                if (auth) {
+                if (secret.present()) {
                     args[argc++] = "AUTH";
-                    args[argc++] = user_view.empty() ? str_view("default") : user_view;
-                    args[argc++] = password_view;
+                    args[argc++] = secret.user().empty() ? str_view("default") : secret.user();
+                    args[argc++] = secret.password();
                 }
-                if (!options_.client_name.empty()) {
+                if (!o.client_name.empty()) {
                     args[argc++] = "SETNAME";
-                    args[argc++] = options_.client_name;
+                    args[argc++] = o.client_name;
                 }
-            } else if (auth) {
+            } else if (secret.present()) {
                 args[argc++] = "AUTH";
-                if (!user_view.empty()) {
-                    args[argc++] = user_view;
+                if (!secret.user().empty()) {
+                    args[argc++] = secret.user();
                 }
-                args[argc++] = password_view;
+                args[argc++] = secret.password();
             }
-        } else if (step == step_select) {
+        } else if (next_ == select) {
             if (a.db != 0) {
                 args[argc++] = "SELECT";
                 args[argc++] = db.view();
             }
-        } else if (step == step_setname) {
-            if (!options_.resp3 && !options_.client_name.empty()) {
+        } else if (next_ == setname) {
+            if (!o.resp3 && !o.client_name.empty()) {
                 args[argc++] = "CLIENT";
                 args[argc++] = "SETNAME";
-                args[argc++] = options_.client_name;
+                args[argc++] = o.client_name;
             }
-        } else if (step == step_info_replication) {
+        } else if (next_ == info_replication) {
             args[argc++] = "INFO";
             args[argc++] = "replication";
-        } else if (step == step_info_memory) {
+        } else if (next_ == info_memory) {
             args[argc++] = "INFO";
             args[argc++] = "memory";
         } else {
             args[argc++] = "SCRIPT";
             args[argc++] = "LOAD";
-            args[argc++] = lock_scripts_all[step - step_script]->text;
+            args[argc++] = lock_scripts_all[next_ - script]->text;
         }
         if (argc == 0) {
-            ++c.setup_step;
-            continue;
+            continue;  // nothing to do for this one
         }
-        const resp_encoded e =
-            resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, argc);
+        const resp_encoded e = resp_encode_command(buf, capacity, args, argc);
         if (e.error != resp_encode_errc::ok) {
-            break;  // no room now; the rest goes once the buffer drains
+            return 0;  // no room now; it goes once the buffer drains
         }
-        c.tx_size += e.size;
-        push_pending(n, nullptr, step, now);
-        ++c.setup_pending;
-        ++c.setup_step;
+        request = next_++;
+        ++replies_due_;
+        return e.size;
     }
-    // Secrets do not linger on the stack longer than needed.
-    volatile char* wipe_user = user;
-    volatile char* wipe_password = password;
-    for (std::size_t i = 0; i < sizeof user; ++i) {
-        wipe_user[i] = 0;
-        wipe_password[i] = 0;
+    if (replies_due_ == 0) {
+        status_ = handshake_status::ready;  // every request was skipped
     }
+    return 0;
 }
 
-void client_base::setup_reply(std::uint8_t n, std::uint32_t step, const resp_node* nodes,
-                              std::size_t count, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    --c.setup_pending;
+handshake_status handshake::fail(node_error why, const resp_node* nodes, std::size_t count,
+                                 detail::node_report& report) noexcept {
+    report.message_size = 0;
+    if (count > 0 && nodes[0].has_text()) {
+        report.set_message(nodes[0].text);
+    }
+    report.error = why;
+    report.code = 0;
+    status_ = handshake_status::failed;
+    return status_;
+}
+
+handshake_status handshake::on_reply(std::uint8_t request, const resp_node* nodes,
+                                     std::size_t count, detail::node_report& report) noexcept {
+    if (status_ != handshake_status::pending || replies_due_ == 0) {
+        return status_;
+    }
+    --replies_due_;
     const bool error = count > 0 && nodes[0].is_error();
     if (error) {
         const str_view text = nodes[0].text;
         // A server that wants a password says NOAUTH to whatever comes first.
         if (starts_with_icase(text, "NOAUTH") || starts_with_icase(text, "WRONGPASS")) {
-            fail_message(n, node_error::auth_failed, nodes, count, now);
-            return;
+            return fail(node_error::auth_failed, nodes, count, report);
         }
-        if (step == step_auth) {
+        if (request == auth) {
             node_error why = node_error::setup_failed;  // LOADING, max clients, ...
-            if (options_.resp3 && (starts_with_icase(text, "NOPROTO") ||
-                                   starts_with_icase(text, "ERR unknown command"))) {
+            if (options_->resp3 && (starts_with_icase(text, "NOPROTO") ||
+                                    starts_with_icase(text, "ERR unknown command"))) {
                 why = node_error::hello_failed;
             } else if (starts_with_icase(text, "ERR invalid") ||
                        starts_with_icase(text, "ERR AUTH") ||
                        starts_with_icase(text, "ERR Client sent AUTH")) {
                 why = node_error::auth_failed;
             }
-            fail_message(n, why, nodes, count, now);
-            return;
+            return fail(why, nodes, count, report);
         }
-        if (step == step_select) {
-            fail_message(n, node_error::select_failed, nodes, count, now);
-            return;
+        if (request == select) {
+            return fail(node_error::select_failed, nodes, count, report);
         }
         // CLIENT SETNAME, INFO and SCRIPT LOAD may be denied by an ACL. The
         // scripts then go as EVAL on NOSCRIPT (or fail there, with the
         // server's reason); without INFO nothing is known, and nothing said.
-    } else if (is_info_step(step)) {
+    } else if (reply_optional(request)) {
         // No text (an oversized reply that was skipped, or not a string):
         // nothing is known.
         const server_info info = parse_server_info(server_info_text(nodes, count));
-        if (step == step_info_replication && info.role == server_role::replica) {
-            c.message_size = 0;
+        if (request == info_replication && info.role == server_role::replica) {
+            report.message_size = 0;
             if (!info.master_host.empty()) {
-                append_text(c, "replica of ");
-                append_text(c, info.master_host);
+                report.append_message("replica of ");
+                report.append_message(info.master_host);
                 if (!info.master_port.empty()) {
-                    append_text(c, ":");
-                    append_text(c, info.master_port);
+                    report.append_message(":");
+                    report.append_message(info.master_port);
                 }
             } else {
-                append_text(c, "role:slave");
+                report.append_message("role:slave");
             }
-            fail(n, node_error::replica, 0, now);
-            return;
+            report.error = node_error::replica;
+            report.code = 0;
+            status_ = handshake_status::failed;
+            return status_;
         }
-        if (step == step_info_memory) {
-            c.policy_size = static_cast<std::uint8_t>(
-                copy_text(c.policy, sizeof c.policy, info.maxmemory_policy));
-            c.warning = server_may_evict(info) ? node_warning::may_evict : node_warning::none;
+        if (request == info_memory) {
+            report.policy_size = static_cast<std::uint8_t>(
+                copy_text(report.policy, sizeof report.policy, info.maxmemory_policy));
+            report.warning = server_may_evict(info) ? node_warning::may_evict : node_warning::none;
         }
     }
-    if (c.setup_step == step_end && c.setup_pending == 0) {
-        c.state = node_state::ready;
-        c.error = node_error::none;
-        c.code = 0;
-        c.failures = 0;
+    if (next_ == request_end && replies_due_ == 0) {
+        status_ = handshake_status::ready;
     }
-}
-
-// A set-up INFO reply longer than the receive buffer (a future server's, say)
-// does not fail the node: when the reply at `pos` is one, it is answered as
-// "nothing known" now and its bytes are thrown away as they arrive.
-bool client_base::skip_info(std::uint8_t n, std::size_t pos, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    if (c.fifo.empty()) {
-        return false;
-    }
-    const detail::pending_reply p = c.fifo.front();
-    if (p.lock != nullptr || !is_info_step(p.tag)) {
-        return false;
-    }
-    const std::size_t size = bulk_reply_size(c.rx + pos, c.rx_size - pos);
-    if (size == 0) {
-        return false;
-    }
-    c.fifo.pop();
-    c.skip = size;
-    c.progress_at = now;
-    setup_reply(n, p.tag, nullptr, 0, now);
-    return true;
+    return status_;
 }
 
 }  // namespace edgelock

@@ -1,6 +1,7 @@
 // Requests out and replies in, per connection: the in-flight FIFO, moving
-// the machines' requests into the send buffer and the buffer into the socket,
-// reading, decoding and handing each reply to whoever asked.
+// the set-up's and the machines' requests into the send buffer and the buffer
+// into the transport, reading, decoding (one decoder per connection, resumed
+// across reads) and handing each reply to whoever asked.
 #include "edgelock/client.hpp"
 
 #include <string.h>
@@ -18,24 +19,96 @@ namespace {
 void note_lock_reply(detail::connection& c, const resp_node* nodes, std::size_t count) {
     const std::size_t i = count > 0 ? skip_attributes(nodes, count, 0) : 0;
     if (i < count && nodes[i].is_error()) {
-        c.error = node_error::server_error;
-        c.code = 0;
-        c.message_size = copy_text(c.message, sizeof c.message, nodes[i].text);
-    } else if (c.error == node_error::server_error) {
-        c.error = node_error::none;
-        c.message_size = 0;
+        c.report.error = node_error::server_error;
+        c.report.code = 0;
+        c.report.set_message(nodes[i].text);
+    } else if (c.report.error == node_error::server_error) {
+        c.report.error = node_error::none;
+        c.report.message_size = 0;
+    }
+}
+
+// The whole size of the bulk or verbatim string starting at `data` once its
+// header is in, for a reply too long to buffer; 0 when it is not one, its
+// header is not all there, or it is longer than any bulk string accepted
+// (EDGELOCK_RESP_MAX_BULK: no INFO is that long).
+std::size_t bulk_reply_size(const char* data, std::size_t size) {
+    if (size == 0 || (data[0] != '$' && data[0] != '=')) {
+        return 0;
+    }
+    bool header = false;
+    for (std::size_t i = 1; i + 1 < size && !header; ++i) {
+        header = data[i] == '\r' && data[i + 1] == '\n';
+    }
+    if (!header) {
+        return 0;
+    }
+    resp_limits l = reply_limits();
+    l.max_bulk = EDGELOCK_RESP_MAX_BULK;
+    resp_decoder measure(l);
+    const resp_result r = measure.decode(data, size, nullptr, 0);
+    // With the header in, "incomplete" waits for the payload: needed is exact.
+    return r.status == resp_status::incomplete ? r.needed : 0;
+}
+
+// The reply in front made progress: the stall timer starts again, or stops
+// when nothing is left in flight.
+void progress(detail::connection& c, instant now, duration stall_timeout) {
+    if (c.fifo.empty()) {
+        c.timers.stop(connection_timer::stall);
+    } else {
+        c.timers.set(connection_timer::stall, now + stall_timeout);
     }
 }
 
 }  // namespace
 
-bool client_base::push_pending(std::uint8_t n, client_lock* l, std::uint32_t tag,
-                               instant now) noexcept {
+bool client_base::push_in_flight(std::uint8_t n, const detail::in_flight& f, instant now) noexcept {
     detail::connection& c = conns_[n];
     if (c.fifo.empty()) {
-        c.progress_at = now;
+        c.timers.set(connection_timer::stall, now + options_.stall_timeout);
     }
-    return c.fifo.push(detail::pending_reply{l, tag});
+    return c.fifo.push(f);
+}
+
+// Writes the set-up requests that fit; the rest follow as the buffer drains.
+void client_base::queue_setup(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    while (!c.fifo.full()) {
+        std::uint8_t request = 0;
+        const std::size_t size =
+            c.setup.poll_request(c.tx + c.tx_size, sizeof c.tx - c.tx_size, request);
+        if (size == 0) {
+            break;
+        }
+        c.tx_size += size;
+        detail::in_flight f;
+        f.tag = request;
+        f.to = reply_to::setup;
+        push_in_flight(n, f, now);
+    }
+    if (c.setup.status() == handshake_status::ready) {
+        setup_reply(n, 0, nullptr, 0, now);  // nothing was due: ready at once
+    }
+}
+
+// A set-up reply (nodes nullptr: one not kept), or the handshake's end.
+void client_base::setup_reply(std::uint8_t n, std::uint32_t request, const resp_node* nodes,
+                              std::size_t count, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    handshake_status s = c.setup.status();
+    if (s == handshake_status::pending) {
+        s = c.setup.on_reply(static_cast<std::uint8_t>(request), nodes, count, c.report);
+    }
+    if (s == handshake_status::failed) {
+        fail(n, c.report.error, 0, now);
+    } else if (s == handshake_status::ready && c.state == node_state::handshake) {
+        c.state = node_state::ready;
+        c.report.error = node_error::none;
+        c.report.code = 0;
+        c.failures = 0;
+        c.timers.stop(connection_timer::connect);
+    }
 }
 
 // Moves requests from the machines into the buffer, then the buffer into the
@@ -44,15 +117,15 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     for (unsigned guard = 0; guard < 1024 && c.fd >= 0; ++guard) {
         if (c.state == node_state::handshake) {
-            fill_setup(n, now);
+            queue_setup(n, now);
         } else if (c.state == node_state::ready) {
-            fill(n, now);
+            queue_requests(n, now);
         }
         if (c.tx_size == 0) {
             c.want_write = false;
             return;
         }
-        const port::net_result r = port::send(c.fd, c.tx, c.tx_size);
+        const port::net_result r = transport_->send(n, c.fd, c.tx, c.tx_size);
         if (r.status == port::net_status::would_block) {
             c.want_write = true;
             return;
@@ -68,7 +141,7 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
     }
 }
 
-void client_base::fill(std::uint8_t n, instant now) noexcept {
+void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     for (client_lock* l = locks_; l != nullptr; l = l->next_) {
         while (!c.fifo.full()) {
@@ -84,7 +157,11 @@ void client_base::fill(std::uint8_t n, instant now) noexcept {
                 break;
             }
             c.tx_size += t.size;
-            push_pending(n, l, t.tag, now);
+            detail::in_flight f;
+            f.lock = l;
+            f.tag = t.tag;
+            f.to = reply_to::lock;
+            push_in_flight(n, f, now);
         }
     }
 }
@@ -97,7 +174,7 @@ void client_base::read(std::uint8_t n, instant now) noexcept {
             return;
         }
         const std::size_t space = sizeof c.rx - c.rx_size;
-        const port::net_result r = port::recv(c.fd, c.rx + c.rx_size, space);
+        const port::net_result r = transport_->recv(n, c.fd, c.rx + c.rx_size, space);
         if (r.status == port::net_status::would_block) {
             return;
         }
@@ -109,8 +186,9 @@ void client_base::read(std::uint8_t n, instant now) noexcept {
         process_replies(n, now);
         // A short read took everything the socket had: stop rather than pay
         // a system call for the would-block. Data arriving later makes the fd
-        // readable again (level- and edge-triggered waits both report it).
-        if (r.size < space) {
+        // readable again (level- and edge-triggered waits both report it);
+        // bytes the transport holds do not, so those are read now.
+        if (r.size < space && c.fd >= 0 && transport_->buffered(n) == 0) {
             return;
         }
     }
@@ -124,12 +202,23 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
             const std::size_t k = c.skip < c.rx_size - pos ? c.skip : c.rx_size - pos;
             pos += k;
             c.skip -= k;
-            c.progress_at = now;
+            progress(c, now, options_.stall_timeout);
             continue;
         }
-        resp_decoder decoder(reply_limits());
-        resp_result r =
-            decoder.decode(c.rx + pos, c.rx_size - pos, nodes_, EDGELOCK_CLIENT_REPLY_NODES);
+        const char* const data = c.rx + pos;
+        const std::size_t size = c.rx_size - pos;
+        // A new reply is decoded straight into the node array. One that came
+        // in part before resumes where it stopped, measured only: the array
+        // serves every connection, so its nodes are collected once it is whole.
+        bool kept = !c.decoder.in_progress();
+        resp_result r = c.decoder.decode(data, size, kept ? nodes_ : nullptr,
+                                         kept ? EDGELOCK_CLIENT_REPLY_NODES : 0);
+        if (r.status == resp_status::error && r.error == resp_errc::node_capacity) {
+            // Too many nodes to keep (a large HELLO map): measure it instead.
+            c.decoder.reset();
+            r = c.decoder.decode(data, size, nullptr, 0);
+            kept = false;
+        }
         const bool too_long =
             (r.status == resp_status::incomplete && r.needed > sizeof c.rx) ||
             (r.status == resp_status::error && r.error == resp_errc::bulk_too_long);
@@ -143,73 +232,68 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
             }
             break;
         }
-        bool kept = true;
         if (r.status == resp_status::error) {
-            if (r.error != resp_errc::node_capacity) {
-                fail(n,
-                     r.error == resp_errc::bulk_too_long || r.error == resp_errc::line_too_long ||
-                             r.error == resp_errc::too_many_elements
-                         ? node_error::reply_too_large
-                         : node_error::protocol_error,
-                     0, now);
-                return;
-            }
-            // Too many nodes to keep (a large HELLO map): measure it instead.
-            resp_decoder measure(reply_limits());
-            r = measure.decode(c.rx + pos, c.rx_size - pos, nullptr, 0);
-            if (r.status == resp_status::incomplete) {
-                break;
-            }
-            if (r.status == resp_status::error) {
-                fail(n, node_error::protocol_error, 0, now);
-                return;
-            }
-            kept = false;
+            fail(n,
+                 r.error == resp_errc::bulk_too_long || r.error == resp_errc::line_too_long ||
+                         r.error == resp_errc::too_many_elements
+                     ? node_error::reply_too_large
+                     : node_error::protocol_error,
+                 0, now);
+            return;
         }
-        const char first = c.rx[pos];
+        if (!kept) {
+            // Whole now: its nodes in one pass over it, when they fit.
+            const resp_result whole = resp_decode_whole(
+                data, r.size, nodes_, EDGELOCK_CLIENT_REPLY_NODES, reply_limits());
+            kept = whole.status == resp_status::complete;
+            r.nodes = kept ? whole.nodes : 0;
+        }
+        const char first = data[0];
         pos += r.size;
-        c.progress_at = now;
         const bool push = kept ? nodes_[skip_attributes(nodes_, r.nodes, 0)].type == resp_type::push
                                : first == '>';
         if (push) {
+            progress(c, now, options_.stall_timeout);
             continue;  // a RESP3 push (tracking, pub/sub): nothing we asked for
         }
         if (c.fifo.empty()) {
             fail(n, node_error::unexpected_reply, 0, now);
             return;
         }
-        const detail::pending_reply p = c.fifo.front();
+        const detail::in_flight f = c.fifo.front();
         c.fifo.pop();
-        if (p.lock == nullptr) {
-            if (p.tag == step_discard) {
-                continue;
+        progress(c, now, options_.stall_timeout);
+        switch (f.to) {
+        case reply_to::discard:
+            break;
+        case reply_to::command:
+            if (command_fn_ != nullptr) {
+                const reply_callback fn = command_fn_;
+                command_fn_ = nullptr;
+                fn(command_ctx_, kept ? nodes_ : nullptr, kept ? r.nodes : 0);
             }
-            if (p.tag == step_command) {
-                if (command_fn_ != nullptr) {
-                    const reply_callback fn = command_fn_;
-                    command_fn_ = nullptr;
-                    fn(command_ctx_, kept ? nodes_ : nullptr, kept ? r.nodes : 0);
-                }
-                continue;
-            }
+            break;
+        case reply_to::setup:
             if (!kept) {
                 // Only an error needs reading, and an error is one node.
                 resp_node err;
                 err.type = first == '-' ? resp_type::simple_error : resp_type::map;
-                setup_reply(n, p.tag, &err, first == '-' || first == '!' ? 1 : 0, now);
+                setup_reply(n, f.tag, &err, first == '-' || first == '!' ? 1 : 0, now);
             } else {
-                setup_reply(n, p.tag, nodes_, r.nodes, now);
+                setup_reply(n, f.tag, nodes_, r.nodes, now);
             }
-            continue;
+            break;
+        case reply_to::lock:
+            if (!kept) {
+                fail(n, node_error::unexpected_reply, 0, now);
+                return;
+            }
+            // Before the machine: a callback it triggers may ask node(n) why.
+            note_lock_reply(c, nodes_, r.nodes);
+            f.lock->machine_.on_reply(n, f.tag, nodes_, r.nodes, now);
+            pump_events(*f.lock, now);
+            break;
         }
-        if (!kept) {
-            fail(n, node_error::unexpected_reply, 0, now);
-            return;
-        }
-        // Before the machine: a callback it triggers may ask node(n) why.
-        note_lock_reply(c, nodes_, r.nodes);
-        p.lock->machine_.on_reply(n, p.tag, nodes_, r.nodes, now);
-        pump_events(*p.lock, now);
     }
     if (c.fd < 0) {
         return;  // dropped meanwhile; the buffer is already empty
@@ -218,6 +302,30 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
         memmove(c.rx, c.rx + pos, c.rx_size - pos);
         c.rx_size -= pos;
     }
+}
+
+// A set-up INFO reply longer than the receive buffer (a future server's, say)
+// does not fail the node: when the reply at `pos` is one, it is answered as
+// "nothing known" now and its bytes are thrown away as they arrive.
+bool client_base::skip_info(std::uint8_t n, std::size_t pos, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    if (c.fifo.empty()) {
+        return false;
+    }
+    const detail::in_flight f = c.fifo.front();
+    if (f.to != reply_to::setup || !handshake::reply_optional(static_cast<std::uint8_t>(f.tag))) {
+        return false;
+    }
+    const std::size_t size = bulk_reply_size(c.rx + pos, c.rx_size - pos);
+    if (size == 0) {
+        return false;
+    }
+    c.fifo.pop();
+    c.decoder.reset();
+    c.skip = size;
+    progress(c, now, options_.stall_timeout);
+    setup_reply(n, f.tag, nullptr, 0, now);
+    return true;
 }
 
 }  // namespace edgelock

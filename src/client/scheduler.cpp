@@ -23,15 +23,19 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
         case lock_event_kind::renewed: {
             duration every = l.watchdog_.renew_every;
             if (every.us == 0) {
-                every = duration::micros(l.ttl_.us / 3);
+                every = duration::micros(l.machine_.options().ttl.us / 3);
             }
-            l.renew_at_ = l.watchdog_.enabled ? now + every : instant::never();
+            if (l.watchdog_.enabled) {
+                l.timers_.set(client_lock::timer::renew, now + every);
+            } else {
+                l.timers_.stop(client_lock::timer::renew);
+            }
             break;
         }
         case lock_event_kind::renew_failed:
             break;
         default:
-            l.renew_at_ = instant::never();
+            l.timers_.stop(client_lock::timer::renew);
             break;
         }
         if (l.running_ != client_lock::op::none) {
@@ -110,20 +114,18 @@ bool client_base::node_settled(std::uint8_t n) const noexcept {
 }
 
 bool client_base::lock_active(const client_lock& l) const noexcept {
-    return l.pending_ != client_lock::op::none || l.running_ != client_lock::op::none ||
+    return l.queued_ != client_lock::op::none || l.running_ != client_lock::op::none ||
            l.machine_.state() != lock_state::idle;
 }
 
 void client_base::begin(client_lock& l, instant now) noexcept {
-    const client_lock::op kind = l.pending_;
-    l.pending_ = client_lock::op::none;
+    const client_lock::op kind = l.queued_;
+    l.queued_ = client_lock::op::none;
+    l.timers_.stop(client_lock::timer::begin_by);
     lock_errc e = lock_errc::ok;
     switch (kind) {
     case client_lock::op::acquire:
-        e = l.machine_.set_retry(l.max_tries_, l.wait_);
-        if (e == lock_errc::ok) {
-            e = l.machine_.acquire(now);
-        }
+        e = l.machine_.acquire(now);
         break;
     case client_lock::op::renew:
         e = l.machine_.state() == lock_state::renewing ? lock_errc::ok : l.machine_.renew(now);
@@ -171,12 +173,13 @@ void client_base::service(instant now) noexcept {
                 l->machine_.on_timeout(now);
                 pump_events(*l, now);
             }
-            if (l->renew_at_ <= now) {
-                l->renew_at_ = instant::never();
+            if (l->timers_.expired(client_lock::timer::renew, now)) {
+                l->timers_.stop(client_lock::timer::renew);
                 if (l->machine_.state() == lock_state::held &&
-                    l->pending_ == client_lock::op::none && l->running_ == client_lock::op::none) {
-                    l->pending_ = client_lock::op::renew;
-                    l->pending_since_ = now;
+                    l->queued_ == client_lock::op::none && l->running_ == client_lock::op::none) {
+                    l->queued_ = client_lock::op::renew;
+                    l->timers_.set(client_lock::timer::begin_by,
+                                   now + l->machine_.options().node_timeout);
                     changed = true;
                 }
             }
@@ -185,11 +188,11 @@ void client_base::service(instant now) noexcept {
         for (std::uint8_t n = 0; n < node_count_; ++n) {
             detail::connection& c = conns_[n];
             if ((c.state == node_state::connecting || c.state == node_state::handshake) &&
-                c.deadline <= now) {
+                c.timers.expired(connection_timer::connect, now)) {
                 fail(n, node_error::connect_timeout, 0, now);
                 changed = true;
             } else if (c.state == node_state::ready && !c.fifo.empty() &&
-                       c.progress_at + options_.stall_timeout <= now) {
+                       c.timers.expired(connection_timer::stall, now)) {
                 fail(n, node_error::stalled, 0, now);
                 changed = true;
             }
@@ -197,8 +200,8 @@ void client_base::service(instant now) noexcept {
         // Connect nodes someone needs.
         for (std::uint8_t n = 0; n < node_count_; ++n) {
             detail::connection& c = conns_[n];
-            if ((c.state == node_state::down ||
-                 (c.state == node_state::backoff && c.deadline <= now)) &&
+            if ((c.state == node_state::down || (c.state == node_state::backoff &&
+                                                 c.timers.get(connection_timer::backoff) <= now)) &&
                 node_wanted(n)) {
                 start_connect(n, now);
                 changed = true;
@@ -210,8 +213,8 @@ void client_base::service(instant now) noexcept {
         // node that does not answer in time, instead of holding up the round.
         const bool settled = all_settled();
         for (client_lock* l = locks_; l != nullptr; l = l->next_) {
-            if (l->pending_ != client_lock::op::none &&
-                (settled || l->pending_since_ + l->node_timeout_ <= now)) {
+            if (l->queued_ != client_lock::op::none &&
+                (settled || l->timers_.expired(client_lock::timer::begin_by, now))) {
                 begin(*l, now);
                 changed = true;
             }

@@ -194,7 +194,7 @@ void lock::count_vote(slot& s, vote v) noexcept {
         ++tally_.yes;
     } else {
         ++tally_.no;
-        if (v == vote::busy) {
+        if (v == vote::refused) {
             ++refused_;
         }
     }

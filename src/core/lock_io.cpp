@@ -90,7 +90,7 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
                 v = vote::no;  // a fenced single node must hand out a counter
             }
         } else if (r.shape == detail::reply_shape::pair && r.first == 0) {
-            v = vote::busy;
+            v = vote::refused;
             value = r.second;
         }
         break;
@@ -99,16 +99,16 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
             if (r.first >= 0 && static_cast<std::uint64_t>(r.first) == fence_) {
                 v = vote::yes;
             } else if (r.first >= 0 && static_cast<std::uint64_t>(r.first) > fence_) {
-                v = vote::busy;
+                v = vote::refused;
             }
         }
         break;
     case req::renew:
         if (r.shape == detail::reply_shape::integer) {
-            v = r.first == 1 ? vote::yes : (r.first == 0 ? vote::busy : vote::no);
+            v = r.first == 1 ? vote::yes : (r.first == 0 ? vote::refused : vote::no);
         } else if (r.shape == detail::reply_shape::pair) {
             // renew_resurrects sends the acquire script.
-            v = r.first == 1 ? vote::yes : (r.first == 0 ? vote::busy : vote::no);
+            v = r.first == 1 ? vote::yes : (r.first == 0 ? vote::refused : vote::no);
         }
         break;
     case req::release:
@@ -157,7 +157,7 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
             } else if (options_.mode == lock_mode::reentrant) {
                 holds_ = static_cast<std::uint32_t>(u > 0xffffffffU ? 0xffffffffU : u);
             }
-        } else if (v == vote::busy && value >= 0) {
+        } else if (v == vote::refused && value >= 0) {
             busy_ttl_ms_ = busy_ttl_ms_ < 0 || value < busy_ttl_ms_ ? value : busy_ttl_ms_;
         }
     }

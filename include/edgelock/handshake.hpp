@@ -1,0 +1,102 @@
+// The set-up of a new connection as a sans-I/O machine: which requests to
+// send, what each reply means, and whether the node is ready or failed.
+//
+// The sequence, pipelined (each request skipped when it has nothing to do):
+// HELLO 3 [AUTH] [SETNAME] (or AUTH), SELECT, CLIENT SETNAME, INFO
+// replication (a replica fails the node), INFO memory (an evicting policy is
+// a warning), SCRIPT LOAD of each lock script. The driver runs one per
+// connection; a test runs one with no socket at all:
+//
+//   edgelock::handshake h;
+//   h.start(address, options);
+//   std::uint8_t request;
+//   std::size_t n = h.poll_request(buf, sizeof buf, request);   // 0: nothing now
+//   ... send buf, decode the reply to it ...
+//   handshake_status s = h.on_reply(request, nodes, count, report);
+//
+// A failure's reason (and the server's text) goes into the node_report passed
+// in, as does what INFO memory found; the report outlives the handshake.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/client_config.hpp"
+#include "edgelock/client_errors.hpp"
+#include "edgelock/node_url.hpp"
+#include "edgelock/resp.hpp"
+
+namespace edgelock {
+
+struct client_options;
+
+namespace detail {
+
+// How the client sees one node: the latest reason it failed, what its set-up
+// warned of. node(i) shows it.
+struct node_report {
+    node_error error = node_error::none;
+    int code = 0;  // the platform's error number behind error, if any
+    node_warning warning = node_warning::none;
+    std::uint8_t policy_size = 0;
+    std::size_t message_size = 0;
+    char message[EDGELOCK_CLIENT_MESSAGE];
+    char policy[node_policy_capacity];
+
+    // The server's text behind an error, control bytes made visible.
+    void set_message(str_view text) noexcept;
+    void append_message(str_view text) noexcept;
+};
+
+}  // namespace detail
+
+enum class handshake_status : std::uint8_t {
+    pending,  // requests still to send or replies still due
+    ready,    // every reply in: the connection may carry lock requests
+    failed,   // see the report's error (and message)
+};
+
+class handshake {
+public:
+    // The set-up requests, in the order they go out; `request` names them.
+    enum : std::uint8_t {
+        auth = 0,  // HELLO 3 [AUTH] [SETNAME], or AUTH
+        select,
+        setname,
+        info_replication,
+        info_memory,
+        script,  // + i for lock_scripts_all[i]
+    };
+
+    // Begins the sequence for a node at `address` with the client's options
+    // (credentials, client name, RESP3). Both must outlive the handshake.
+    void start(const node_address& address, const client_options& options) noexcept;
+
+    // Writes the next request into buf and names it in `request`; returns its
+    // size, or 0 when none is due now: all were sent, or the next does not fit
+    // (call again once the buffer has drained).
+    std::size_t poll_request(char* buf, std::size_t capacity, std::uint8_t& request) noexcept;
+
+    // The reply to `request` (nodes == nullptr, count 0: a reply that was not
+    // kept, such as an INFO too long to buffer: nothing is learnt from it).
+    handshake_status on_reply(std::uint8_t request, const resp_node* nodes, std::size_t count,
+                              detail::node_report& report) noexcept;
+
+    handshake_status status() const noexcept { return status_; }
+    // True when the reply to `request` may be skipped unread (INFO).
+    static bool reply_optional(std::uint8_t request) noexcept {
+        return request == info_replication || request == info_memory;
+    }
+
+private:
+    handshake_status fail(node_error why, const resp_node* nodes, std::size_t count,
+                          detail::node_report& report) noexcept;
+
+    const node_address* address_ = nullptr;
+    const client_options* options_ = nullptr;
+    std::uint8_t next_ = 0;         // the next request to send
+    std::uint8_t replies_due_ = 0;  // sent, reply not yet in
+    handshake_status status_ = handshake_status::pending;
+};
+
+}  // namespace edgelock

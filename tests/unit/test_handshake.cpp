@@ -1,0 +1,296 @@
+// The set-up sequence as a machine, without a socket: which requests go out
+// for which options, what each reply means (a failure at every step, the
+// replica and eviction checks), and a send buffer too small for the next one.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edgelock/client.hpp"
+#include "edgelock/handshake.hpp"
+#include "edgelock/lock_scripts.hpp"
+#include "edgelock/resp_decoder.hpp"
+
+using edgelock::client_options;
+using edgelock::handshake;
+using edgelock::handshake_status;
+using edgelock::node_address;
+using edgelock::node_error;
+using edgelock::node_warning;
+using edgelock::resp_node;
+
+namespace {
+
+struct request {
+    std::uint8_t id = 0;
+    std::vector<std::string> args;
+};
+
+// Every request the machine has to send now, decoded back into arguments.
+std::vector<request> drain(handshake& h) {
+    std::vector<request> out;
+    char buf[4096];
+    std::uint8_t id = 0;
+    for (std::size_t size; (size = h.poll_request(buf, sizeof buf, id)) > 0;) {
+        resp_node nodes[16];
+        const edgelock::resp_result r = edgelock::resp_decode_whole(buf, size, nodes, 16);
+        REQUIRE(r.status == edgelock::resp_status::complete);
+        REQUIRE(r.size == size);
+        request q;
+        q.id = id;
+        for (std::size_t i = 1; i < r.nodes; ++i) {
+            q.args.emplace_back(nodes[i].text.data, nodes[i].text.size);
+        }
+        out.push_back(q);
+    }
+    return out;
+}
+
+handshake_status reply(handshake& h, std::uint8_t id, const std::string& wire,
+                       edgelock::detail::node_report& report) {
+    resp_node nodes[32];
+    const edgelock::resp_result r =
+        edgelock::resp_decode_whole(wire.data(), wire.size(), nodes, 32);
+    REQUIRE(r.status == edgelock::resp_status::complete);
+    return h.on_reply(id, nodes, r.nodes, report);
+}
+
+std::string bulk(const std::string& s) {
+    return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
+
+const std::string master_info = bulk("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
+const std::string memory_info = bulk("# Memory\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n");
+
+// The good reply to each request.
+std::string good_reply(const request& q) {
+    if (q.id == handshake::info_replication) {
+        return master_info;
+    }
+    if (q.id == handshake::info_memory) {
+        return memory_info;
+    }
+    if (q.id >= handshake::script) {
+        return bulk(
+            std::string(edgelock::lock_scripts_all[q.id - handshake::script]->sha1.data, 40));
+    }
+    return "+OK\r\n";
+}
+
+node_address parse(const char* url) {
+    node_address a;
+    REQUIRE(edgelock::parse_node_url(url, a) == edgelock::url_errc::ok);
+    return a;
+}
+
+std::string joined(const request& q) {
+    std::string s;
+    for (const std::string& a : q.args) {
+        s += (s.empty() ? "" : " ") + a;
+    }
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("handshake: RESP2 without a password sends SETNAME, INFO and the scripts",
+          "[handshake]") {
+    const node_address a = parse("redis://10.0.0.1:6379");
+    client_options o;
+    handshake h;
+    h.start(a, o);
+    const std::vector<request> sent = drain(h);
+    REQUIRE(sent.size() == 3 + edgelock::lock_scripts_count);
+    CHECK(joined(sent[0]) == "CLIENT SETNAME edgelock");
+    CHECK(joined(sent[1]) == "INFO replication");
+    CHECK(joined(sent[2]) == "INFO memory");
+    for (unsigned i = 0; i < edgelock::lock_scripts_count; ++i) {
+        CHECK(sent[3 + i].args.at(0) == "SCRIPT");
+        CHECK(sent[3 + i].id == handshake::script + i);
+    }
+    edgelock::detail::node_report report;
+    for (std::size_t i = 0; i < sent.size(); ++i) {
+        const handshake_status s = reply(h, sent[i].id, good_reply(sent[i]), report);
+        CHECK(s == (i + 1 == sent.size() ? handshake_status::ready : handshake_status::pending));
+    }
+    CHECK(report.error == node_error::none);
+    CHECK(report.warning == node_warning::none);
+    CHECK(std::string(report.policy, report.policy_size) == "noeviction");
+}
+
+TEST_CASE("handshake: credentials, database and RESP3 shape the first requests", "[handshake]") {
+    SECTION("AUTH with the URL's user and escaped password, then SELECT") {
+        const node_address a = parse("redis://app:p%40ss@10.0.0.1/3");
+        client_options o;
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        CHECK(joined(sent.at(0)) == "AUTH app p@ss");
+        CHECK(joined(sent.at(1)) == "SELECT 3");
+        CHECK(sent.at(1).id == handshake::select);
+    }
+    SECTION("the options' password wins over the URL's") {
+        const node_address a = parse("redis://:old@10.0.0.1");
+        client_options o;
+        o.password = "new";
+        o.client_name = "";
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        CHECK(joined(sent.at(0)) == "AUTH new");
+        CHECK(joined(sent.at(1)) == "INFO replication");  // no SETNAME asked for
+    }
+    SECTION("RESP3: one HELLO carries AUTH and SETNAME") {
+        const node_address a = parse("redis://:pw@10.0.0.1");
+        client_options o;
+        o.resp3 = true;
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        CHECK(joined(sent.at(0)) == "HELLO 3 AUTH default pw SETNAME edgelock");
+        CHECK(joined(sent.at(1)) == "INFO replication");
+    }
+}
+
+TEST_CASE("handshake: a refusal at each step fails the node with its reason", "[handshake]") {
+    struct step_case {
+        const char* url;
+        bool resp3;
+        std::uint8_t fails;
+        const char* error_reply;
+        node_error expected;
+    };
+    const step_case cases[] = {
+        {"redis://:pw@h", false, handshake::auth, "-WRONGPASS invalid username-password pair\r\n",
+         node_error::auth_failed},
+        {"redis://:pw@h", false, handshake::auth, "-ERR AUTH <password> called without any\r\n",
+         node_error::auth_failed},
+        {"redis://:pw@h", false, handshake::auth, "-LOADING Redis is loading\r\n",
+         node_error::setup_failed},
+        {"redis://h", true, handshake::auth, "-NOPROTO unsupported protocol version\r\n",
+         node_error::hello_failed},
+        {"redis://h", true, handshake::auth, "-ERR unknown command 'HELLO'\r\n",
+         node_error::hello_failed},
+        {"redis://h/7", false, handshake::select, "-ERR DB index is out of range\r\n",
+         node_error::select_failed},
+        {"redis://h", false, handshake::setname, "-NOAUTH Authentication required.\r\n",
+         node_error::auth_failed},
+        {"redis://h", false, handshake::info_replication, "-NOAUTH Authentication required.\r\n",
+         node_error::auth_failed},
+    };
+    for (const step_case& c : cases) {
+        CAPTURE(c.url, c.resp3, int(c.fails), c.error_reply);
+        const node_address a = parse(c.url);
+        client_options o;
+        o.resp3 = c.resp3;
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        edgelock::detail::node_report report;
+        handshake_status s = handshake_status::pending;
+        for (const request& q : sent) {
+            if (q.id == c.fails) {
+                s = reply(h, q.id, c.error_reply, report);
+                break;
+            }
+            s = reply(h, q.id, good_reply(q), report);
+            REQUIRE(s == handshake_status::pending);
+        }
+        CHECK(s == handshake_status::failed);
+        CHECK(h.status() == handshake_status::failed);
+        CHECK(report.error == c.expected);
+        // The server's own words, for node(i).message.
+        const std::string text(c.error_reply + 1, std::string(c.error_reply).size() - 3);
+        CHECK(std::string(report.message, report.message_size) == text);
+        // Nothing more goes out, and later replies change nothing.
+        CHECK(drain(h).empty());
+        CHECK(reply(h, sent.back().id, good_reply(sent.back()), report) ==
+              handshake_status::failed);
+    }
+}
+
+TEST_CASE("handshake: refusals a lock can live without do not fail the node", "[handshake]") {
+    const node_address a = parse("redis://h");
+    client_options o;
+    handshake h;
+    h.start(a, o);
+    const std::vector<request> sent = drain(h);
+    edgelock::detail::node_report report;
+    handshake_status s = handshake_status::pending;
+    for (const request& q : sent) {
+        // An ACL without +client, +info or +script: SETNAME, INFO and SCRIPT
+        // LOAD refused. The scripts then go as EVAL; nothing is known of INFO.
+        s = reply(h, q.id, "-NOPERM this user has no permissions\r\n", report);
+    }
+    CHECK(s == handshake_status::ready);
+    CHECK(report.error == node_error::none);
+    CHECK(report.policy_size == 0);
+}
+
+TEST_CASE("handshake: a replica fails the node, an evicting master warns", "[handshake]") {
+    const node_address a = parse("redis://h");
+    client_options o;
+    SECTION("replica") {
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        edgelock::detail::node_report report;
+        REQUIRE(reply(h, sent.at(0).id, "+OK\r\n", report) == handshake_status::pending);
+        const std::string info =
+            bulk("# Replication\r\nrole:slave\r\nmaster_host:10.0.0.9\r\nmaster_port:6380\r\n");
+        CHECK(reply(h, sent.at(1).id, info, report) == handshake_status::failed);
+        CHECK(report.error == node_error::replica);
+        CHECK(std::string(report.message, report.message_size) == "replica of 10.0.0.9:6380");
+    }
+    SECTION("allkeys-lru") {
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        edgelock::detail::node_report report;
+        handshake_status s = handshake_status::pending;
+        for (const request& q : sent) {
+            const std::string r =
+                q.id == handshake::info_memory
+                    ? bulk("maxmemory:1048576\r\nmaxmemory_policy:allkeys-lru\r\n")
+                    : good_reply(q);
+            s = reply(h, q.id, r, report);
+        }
+        CHECK(s == handshake_status::ready);
+        CHECK(report.warning == node_warning::may_evict);
+        CHECK(std::string(report.policy, report.policy_size) == "allkeys-lru");
+    }
+    SECTION("an INFO reply that was not kept tells nothing") {
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        edgelock::detail::node_report report;
+        handshake_status s = handshake_status::pending;
+        for (const request& q : sent) {
+            s = handshake::reply_optional(q.id) ? h.on_reply(q.id, nullptr, 0, report)
+                                                : reply(h, q.id, good_reply(q), report);
+        }
+        CHECK(s == handshake_status::ready);
+        CHECK(report.warning == node_warning::none);
+        CHECK(report.policy_size == 0);
+    }
+}
+
+TEST_CASE("handshake: a request that does not fit waits for room, none is lost", "[handshake]") {
+    const node_address a = parse("redis://h");
+    client_options o;
+    handshake h;
+    h.start(a, o);
+    char small[64];
+    std::uint8_t id = 0;
+    // CLIENT SETNAME and the INFOs fit; the first script does not.
+    std::vector<std::uint8_t> ids;
+    for (std::size_t size; (size = h.poll_request(small, sizeof small, id)) > 0;) {
+        ids.push_back(id);
+    }
+    REQUIRE(ids.size() == 3);
+    CHECK(h.status() == handshake_status::pending);
+    const std::vector<request> rest = drain(h);
+    REQUIRE(rest.size() == edgelock::lock_scripts_count);
+    CHECK(rest.front().id == handshake::script);
+}
