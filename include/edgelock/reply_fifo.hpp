@@ -1,9 +1,9 @@
 // The requests in flight on one connection, oldest first: a fixed-capacity
 // ring whose replies come back in the order the requests went out.
 //
-//   reply_fifo<pending, 64> fifo;
+//   reply_fifo<in_flight, 64> fifo;
 //   if (!fifo.push(p)) { /* full: wait for a reply */ }
-//   pending oldest = fifo.front(); fifo.pop();   // when its reply arrives
+//   in_flight oldest = fifo.front(); fifo.pop();   // when its reply arrives
 //   for (std::size_t i = 0; i < fifo.size(); ++i) { fifo[i] ... }  // oldest first
 //
 // No heap; pop() and front() on an empty ring are the caller's bug, checked

@@ -191,6 +191,9 @@ int not_acquired(const client_lock& l, const lock_event& ev) {
 
 // --- set-up -----------------------------------------------------------------------------------
 
+namespace {
+
+// The lock as the options describe it; the lock keeps it from then on.
 lock_options lock_options_from(const options& o) {
     lock_options lo;
     lo.mode = o.fencing ? lock_mode::fenced : lock_mode::plain;
@@ -207,6 +210,8 @@ lock_options lock_options_from(const options& o) {
     lo.max_tries = o.wait.us == 0 ? 1 : UINT32_MAX;
     return lo;
 }
+
+}  // namespace
 
 int setup(client_lock& l) {
     for (const std::string& u : opt.nodes) {

@@ -53,7 +53,6 @@ int unavailable(const edgelock::client_lock& l);
 // The exit status of an acquisition that ended in `ev` (busy or failed).
 int not_acquired(const edgelock::client_lock& l, const edgelock::lock_event& ev);
 
-edgelock::lock_options lock_options_from(const options& o);
 // How long any one operation may take, all nodes and retries included.
 edgelock::instant op_bound(edgelock::duration extra);
 

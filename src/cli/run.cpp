@@ -53,7 +53,9 @@ bool asks_to_end(int signo) {
 // Returns 0 when it ended (see watch.last), else the exit status.
 int await_acquisition(client_lock& l) {
     expect({lock_event_kind::acquired, lock_event_kind::busy, lock_event_kind::failed});
-    if (l.start_acquire(lock_options_from(opt).max_tries, opt.wait) != client_errc::ok) {
+    // The retry policy the lock was attached with: held once, by the lock.
+    const lock_options& policy = l.machine().options();
+    if (l.start_acquire(policy.max_tries, policy.wait) != client_errc::ok) {
         return exit_software;
     }
     const instant bound = op_bound(opt.wait);
