@@ -209,6 +209,8 @@ public:
     // reuses the number of an fd still in your batch (harmless: a stale
     // report is recognised, but it costs a system call).
     void on_ready(int fd, std::uint8_t events) noexcept;
+    // The batch form also does on_timeout()'s work: after a wait, whatever it
+    // reported (no entry ready included), one call is enough.
     void on_ready(const port::wait_entry* entries, std::size_t count) noexcept;
     // Any time at or after next_deadline(); an early call does nothing harmful.
     void on_timeout() noexcept;
@@ -266,6 +268,9 @@ private:
     std::uint8_t capacity_;
     std::uint8_t node_count_ = 0;
     bool in_callback_ = false;
+    // Counts what may make work for a service pass already under way:
+    // callbacks, dropped connections, rounds failed on a down node.
+    std::uint32_t churn_ = 0;
     bool connect_wanted_ = false;
     client_options options_;
     transport* transport_ = &plain_transport();

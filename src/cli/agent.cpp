@@ -57,8 +57,7 @@ bool turn(instant until, bool watch_signals, bool& signalled) {
         return false;
     }
     signalled = watch_signals && e[client_entries].ready != 0;
-    driver.on_ready(e, client_entries);
-    driver.on_timeout();
+    driver.on_ready(e, client_entries);  // timeouts too: one service per wake-up
     return true;
 }
 

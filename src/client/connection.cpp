@@ -37,6 +37,7 @@ void client_base::disconnect() noexcept {
 // Closes the socket and tells every lock with a request on it.
 void client_base::drop(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
+    ++churn_;
     if (c.fd >= 0) {
         transport_->close(n);
         port::close(c.fd);

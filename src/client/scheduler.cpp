@@ -82,6 +82,7 @@ bool client_base::node_wanted(std::uint8_t n) const noexcept {
 }
 
 void client_base::notify(client_lock& l, const lock_event& ev) noexcept {
+    ++churn_;
     if (l.callback_ != nullptr) {
         const bool outer = in_callback_;
         in_callback_ = true;
@@ -165,8 +166,13 @@ void client_base::service(instant now) noexcept {
     if (node_count_ == 0) {
         return;
     }
+    // Another pass is needed only when this one made work for a part of it
+    // that already ran: a callback (it may start operations), a connection
+    // that dropped, a round failed at once on a node that is down (both may
+    // queue cleanups for nodes already served). Sending and starting
+    // operations do not: what they queue goes out later in the same pass.
     for (unsigned pass = 0; pass < max_service_passes; ++pass) {
-        bool changed = false;
+        const std::uint32_t churn = churn_;
         // Lock deadlines and the watchdog.
         for (client_lock* l = locks_; l != nullptr; l = l->next_) {
             if (l->machine_.next_deadline() <= now) {
@@ -180,7 +186,6 @@ void client_base::service(instant now) noexcept {
                     l->queued_ = client_lock::op::renew;
                     l->timers_.set(client_lock::timer::begin_by,
                                    now + l->machine_.options().node_timeout);
-                    changed = true;
                 }
             }
         }
@@ -190,11 +195,9 @@ void client_base::service(instant now) noexcept {
             if ((c.state == node_state::connecting || c.state == node_state::handshake) &&
                 c.timers.expired(connection_timer::connect, now)) {
                 fail(n, node_error::connect_timeout, 0, now);
-                changed = true;
             } else if (c.state == node_state::ready && !c.fifo.empty() &&
                        c.timers.expired(connection_timer::stall, now)) {
                 fail(n, node_error::stalled, 0, now);
-                changed = true;
             }
         }
         // Connect nodes someone needs.
@@ -204,7 +207,6 @@ void client_base::service(instant now) noexcept {
                                                  c.timers.get(connection_timer::backoff) <= now)) &&
                 node_wanted(n)) {
                 start_connect(n, now);
-                changed = true;
             }
         }
         // Start operations once no node is still connecting, or once they
@@ -216,7 +218,6 @@ void client_base::service(instant now) noexcept {
             if (l->queued_ != client_lock::op::none &&
                 (settled || l->timers_.expired(client_lock::timer::begin_by, now))) {
                 begin(*l, now);
-                changed = true;
             }
         }
         // Requests: out on ready connections; failed at once on nodes that
@@ -224,9 +225,7 @@ void client_base::service(instant now) noexcept {
         for (std::uint8_t n = 0; n < node_count_; ++n) {
             detail::connection& c = conns_[n];
             if (c.state == node_state::ready || c.state == node_state::handshake) {
-                const std::size_t before = c.fifo.size();
                 transmit(n, now);
-                changed = changed || c.fifo.size() != before;
             } else if (c.state == node_state::backoff || c.state == node_state::down) {
                 for (client_lock* l = locks_; l != nullptr; l = l->next_) {
                     if (l->machine_.pending_send(n) == lock::pending::request) {
@@ -234,12 +233,12 @@ void client_base::service(instant now) noexcept {
                         l->machine_.poll_transmit(n, scratch, sizeof scratch);
                         l->machine_.on_disconnected(n, now);
                         pump_events(*l, now);
-                        changed = true;
+                        ++churn_;
                     }
                 }
             }
         }
-        if (!changed) {
+        if (churn_ == churn) {
             return;
         }
     }
