@@ -17,6 +17,7 @@
 
 using namespace edgelock;
 using edgelock_test::redis_server;
+using edgelock_test::redis_url;
 
 namespace {
 
@@ -60,7 +61,7 @@ TEST_CASE("the interposer sees allocations", "[alloc]") {
 
 TEST_CASE("1,000 acquire/renew/release cycles allocate nothing, one node", "[alloc]") {
     redis_server srv;
-    const std::string url = "redis://127.0.0.1:" + std::to_string(srv.port());
+    const std::string url = redis_url(srv);
     const str_view urls[] = {str_view(url.c_str())};
     client<1> c;
     REQUIRE(c.configure(urls, 1, client_options{}) == client_errc::ok);
@@ -86,7 +87,7 @@ TEST_CASE("1,000 fenced cycles on three nodes allocate nothing", "[alloc]") {
     str_view urls[3];
     redis_server* servers[3] = {&a, &b, &d};
     for (int i = 0; i < 3; ++i) {
-        s[i] = "redis://127.0.0.1:" + std::to_string(servers[i]->port());
+        s[i] = redis_url(*servers[i]);
         urls[i] = str_view(s[i].c_str());
     }
     client<3> c;

@@ -1,32 +1,27 @@
 #include "bench/bench_common.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 
 #include "integration/redis_server.hpp"
+#include "tools/hex.hpp"
+#include "tools/net.hpp"
 
 #ifndef EDGELOCK_FAULT_PROXY_PATH
 #error "EDGELOCK_FAULT_PROXY_PATH must name the fault proxy"
 #endif
 
 namespace edgelock_bench {
-
-std::int64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 void fail(const char* name, const std::string& message) {
     std::fprintf(stderr, "%s: %s\n", name, message.c_str());
@@ -78,29 +73,19 @@ long long info_field(std::uint16_t port, const std::string& field) {
 }
 
 std::vector<std::int64_t> ping_round_trips(const char* program, std::uint16_t port, int count) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int fd = edgelock_test::connect_loopback(port);
     if (fd < 0) {
-        fail(program, "socket() failed");
+        fail(program, "PING connection failed");
     }
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     timeval tv{};
     tv.tv_sec = 2;
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        ::close(fd);
-        fail(program, "PING connection failed");
-    }
     static const char ping[] = "PING\r\n";
     static const char pong[] = "+PONG\r\n";
     std::vector<std::int64_t> samples;
     samples.reserve(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
-        const std::int64_t t0 = now_ns();
+        const std::int64_t t0 = mono_ns();
         if (::write(fd, ping, sizeof ping - 1) != static_cast<ssize_t>(sizeof ping - 1)) {
             ::close(fd);
             fail(program, "PING write failed");
@@ -115,7 +100,7 @@ std::vector<std::int64_t> ping_round_trips(const char* program, std::uint16_t po
             }
             got += static_cast<std::size_t>(n);
         }
-        samples.push_back(now_ns() - t0);
+        samples.push_back(mono_ns() - t0);
         if (std::string(buf, got) != pong) {
             ::close(fd);
             fail(program, "unexpected PING reply");
@@ -123,6 +108,15 @@ std::vector<std::int64_t> ping_round_trips(const char* program, std::uint16_t po
     }
     ::close(fd);
     return samples;
+}
+
+void peer_token(const char* program, char (&hex)[33]) {
+    unsigned char raw[16];
+    if (::getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw)) {
+        fail(program, format("getrandom: %s", std::strerror(errno)));
+    }
+    edgelock_test::hex_encode(raw, sizeof raw, hex);
+    hex[32] = '\0';
 }
 
 const char* fault_proxy_program() {

@@ -13,11 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "tools/clock.hpp"
+
 namespace edgelock_bench {
 
-// CLOCK_MONOTONIC in nanoseconds: the clock every process on the machine
-// shares, so instants taken in different processes compare.
-std::int64_t now_ns();
+// Instants: edgelock_test::mono_ns(), CLOCK_MONOTONIC in nanoseconds, the
+// clock every process on the machine shares.
+using edgelock_test::mono_ns;
+
+// A fresh peer token: 16 bytes of getrandom(), as 32 hex digits and a NUL.
+// Allocates nothing (the benchmarks count allocations). Fails on error.
+void peer_token(const char* program, char (&hex)[33]);
 
 // Prints "NAME: message" on stderr and exits with status 1.
 [[noreturn]] void fail(const char* name, const std::string& message);

@@ -18,8 +18,6 @@
 //
 // Every cycle must acquire and release, or the program fails: a figure from a
 // run with errors would mean nothing.
-#include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +25,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,17 +37,20 @@
 #include "edgelock/client.hpp"
 #include "integration/redis_server.hpp"
 #include "tools/alloc_count.hpp"
+#include "tools/clock.hpp"
+#include "tools/files.hpp"
+#include "tools/lock_key.hpp"
+#include "tools/url.hpp"
 
 namespace {
 
 using namespace edgelock;
 using edgelock_bench::fail;
 using edgelock_bench::format;
-using edgelock_bench::now_ns;
+using edgelock_bench::mono_ns;
 
 const char* const program = "bench_cycle";
 const char* const lock_name = "bench-cycle";
-const char* const peer_key = "{bench-cycle}";  // the key edgelock uses for the name
 const int ttl_ms = 10000;
 const char* const compare_and_delete =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end "
@@ -56,7 +60,7 @@ const char* const compare_and_delete =
 
 class edgelock_side {
 public:
-    explicit edgelock_side(std::uint16_t port) : url_("redis://127.0.0.1:" + std::to_string(port)) {
+    explicit edgelock_side(std::uint16_t port) : url_(edgelock_test::redis_url(port)) {
         const str_view urls[] = {str_view(url_.c_str())};
         if (client_.configure(urls, 1, client_options{}) != client_errc::ok) {
             fail(program, "edgelock: configure failed");
@@ -94,7 +98,8 @@ private:
 
 class hiredis_side {
 public:
-    explicit hiredis_side(std::uint16_t port) {
+    // The key edgelock uses for the name, so both sides do the same job.
+    explicit hiredis_side(std::uint16_t port) : key_(edgelock_test::key_of(lock_name)) {
         c_ = redisConnect("127.0.0.1", port);
         if (c_ == nullptr || c_->err != 0) {
             fail(program, "hiredis: connect failed");
@@ -113,24 +118,16 @@ public:
     hiredis_side& operator=(const hiredis_side&) = delete;
 
     void cycle() {
-        unsigned char raw[16];
-        if (getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw)) {
-            fail(program, "hiredis: getrandom failed");
-        }
-        static const char hex[] = "0123456789abcdef";
         char token[33];
-        for (std::size_t i = 0; i < sizeof raw; ++i) {
-            token[2 * i] = hex[raw[i] >> 4];
-            token[2 * i + 1] = hex[raw[i] & 15];
-        }
-        token[32] = '\0';
+        edgelock_bench::peer_token(program, token);
         redisReply* r = static_cast<redisReply*>(
-            redisCommand(c_, "SET %s %s NX PX %d", peer_key, token, ttl_ms));
+            redisCommand(c_, "SET %s %s NX PX %d", key_.c_str(), token, ttl_ms));
         if (r == nullptr || r->type != REDIS_REPLY_STATUS) {
             fail(program, "hiredis: SET NX PX did not acquire");
         }
         freeReplyObject(r);
-        r = static_cast<redisReply*>(redisCommand(c_, "EVALSHA %s 1 %s %s", sha_, peer_key, token));
+        r = static_cast<redisReply*>(
+            redisCommand(c_, "EVALSHA %s 1 %s %s", sha_, key_.c_str(), token));
         if (r == nullptr || r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
             fail(program, "hiredis: compare-and-delete did not release");
         }
@@ -138,6 +135,7 @@ public:
     }
 
 private:
+    std::string key_;
     redisContext* c_ = nullptr;
     char sha_[41] = {};
 };
@@ -155,13 +153,6 @@ __attribute__((noinline)) void measured_hiredis(hiredis_side& s, int cycles) {
     }
 }
 
-double cpu_seconds() {
-    rusage u{};
-    ::getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
 // Cycles per second over about `seconds`; `cpu_us` gets the process's CPU
 // time (user + system) per cycle.
 template <class Side>
@@ -169,8 +160,8 @@ double throughput(Side& side, double seconds, double& cpu_us) {
     for (int i = 0; i < 200; ++i) {
         side.cycle();  // warm-up
     }
-    const double cpu_start = cpu_seconds();
-    const std::int64_t start = now_ns();
+    const double cpu_start = edgelock_test::cpu_s();
+    const std::int64_t start = mono_ns();
     const std::int64_t end = start + static_cast<std::int64_t>(seconds * 1e9);
     long cycles = 0;
     std::int64_t t = start;
@@ -179,9 +170,9 @@ double throughput(Side& side, double seconds, double& cpu_us) {
             side.cycle();
         }
         cycles += 100;
-        t = now_ns();
+        t = mono_ns();
     }
-    cpu_us = (cpu_seconds() - cpu_start) * 1e6 / static_cast<double>(cycles);
+    cpu_us = (edgelock_test::cpu_s() - cpu_start) * 1e6 / static_cast<double>(cycles);
     return static_cast<double>(cycles) / (static_cast<double>(t - start) / 1e9);
 }
 
@@ -244,12 +235,6 @@ double redis_benchmark_set(std::uint16_t port) {
     return at == std::string::npos ? -1 : std::atof(out.c_str() + at + 5);
 }
 
-std::string self_path() {
-    char buf[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-}
-
 bool have_valgrind() {
     return std::system("valgrind --version >/dev/null 2>&1") == 0;
 }
@@ -257,33 +242,31 @@ bool have_valgrind() {
 // Instructions per cycle of one side: this program under callgrind, in
 // --callgrind mode, with collection only inside the measured loop.
 double callgrind_per_cycle(std::uint16_t port, const char* side, int cycles) {
-    char dir[] = "/tmp/edgelock-bench-XXXXXX";
-    if (::mkdtemp(dir) == nullptr) {
-        fail(program, "mkdtemp failed");
+    std::unique_ptr<edgelock_test::temp_dir> dir;
+    try {
+        dir = std::make_unique<edgelock_test::temp_dir>("edgelock-bench");
+    } catch (const std::exception& e) {
+        fail(program, e.what());
     }
-    const std::string out = std::string(dir) + "/callgrind.out";
+    const std::string out = *dir / "callgrind.out";
     const std::string fn =
         std::string(side) == "edgelock" ? "*measured_edgelock*" : "*measured_hiredis*";
     const std::string cmd = format(
         "valgrind --tool=callgrind --collect-atstart=no '--toggle-collect=%s' "
         "--callgrind-out-file=%s '%s' --callgrind %s %u %d >/dev/null 2>&1",
-        fn.c_str(), out.c_str(), self_path().c_str(), side, port, cycles);
+        fn.c_str(), out.c_str(), edgelock_test::self_path().c_str(), side, port, cycles);
     const int rc = std::system(cmd.c_str());
     double total = -1;
     if (rc == 0) {
-        FILE* f = std::fopen(out.c_str(), "r");
-        char line[512];
-        while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr) {
-            if (std::strncmp(line, "totals: ", 8) == 0 || std::strncmp(line, "summary: ", 9) == 0) {
-                total = std::atof(std::strchr(line, ' ') + 1);
+        std::istringstream in(edgelock_test::read_file(out));
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.compare(0, 8, "totals: ") == 0 || line.compare(0, 9, "summary: ") == 0) {
+                total = std::atof(line.c_str() + line.find(' ') + 1);
             }
         }
-        if (f != nullptr) {
-            std::fclose(f);
-        }
     }
-    ::unlink(out.c_str());
-    ::rmdir(dir);
+    dir.reset();
     if (total <= 0) {
         fail(program, format("callgrind run for %s failed (status %d)", side, rc));
     }
@@ -374,7 +357,7 @@ int main(int argc, char** argv) {
         "-t set` on the same server, divided by two: two round trips of the cheapest write. "
         "Server time per cycle is the server's own command execution time (INFO commandstats, "
         "usec) over 5,000 more cycles of each side; client CPU is the benchmark process's user + "
-        "system time per cycle (getrusage), the median of the three runs.\n\n",
+        "system time per cycle (CLOCK_PROCESS_CPUTIME_ID), the median of the three runs.\n\n",
         ttl_ms);
     std::printf(
         "| | cycles/s | runs | vs hiredis | vs floor | server time/cycle | client CPU/cycle |\n"

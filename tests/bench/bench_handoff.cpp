@@ -27,7 +27,6 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -50,15 +49,20 @@
 #include "edgelock/client.hpp"
 #include "edgelock/port.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
+#include "tools/proc.hpp"
+#include "tools/url.hpp"
 
 namespace {
+
+using edgelock_test::sleep_ns;
 
 using edgelock::client_errc;
 using edgelock::duration;
 using edgelock::lock_event_kind;
 using edgelock_bench::fail;
 using edgelock_bench::format;
-using edgelock_bench::now_ns;
+using edgelock_bench::mono_ns;
 
 constexpr const char* program = "bench_handoff";
 constexpr int participants = 9;
@@ -99,14 +103,6 @@ long long command_calls(std::uint16_t port, const std::string& command) {
     return at == std::string::npos ? 0 : std::atoll(text.c_str() + at + key.size());
 }
 
-void sleep_ns(std::int64_t ns) {
-    timespec ts{};
-    ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
-    ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-    while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
 // --- a participant (child process) -------------------------------------------------
 
 [[noreturn]] void participant_fail(shared_state& s, int who, const std::string& what) {
@@ -141,7 +137,7 @@ void sleep_ns(std::int64_t ns) {
                              format("acquire: %s (%s)", edgelock::describe(r.event.kind),
                                     edgelock::describe(r.event.reason)));
         }
-        const std::int64_t acquired_at = now_ns();
+        const std::int64_t acquired_at = mono_ns();
         const std::uint32_t index = s.next.fetch_add(1);
         if (index >= max_records) {
             ::_exit(0);  // the parent stops long before this
@@ -150,7 +146,7 @@ void sleep_ns(std::int64_t ns) {
         rec.who = who;
         rec.acquired_at = acquired_at;
         sleep_ns(hold_ns);
-        rec.release_started_at = now_ns();
+        rec.release_started_at = mono_ns();
         const edgelock::op_result rel = l.release();
         if (rel.error != client_errc::ok || rel.event.kind != lock_event_kind::released) {
             participant_fail(s, who,
@@ -177,20 +173,15 @@ public:
     ~children() { kill_all(); }
 
     void start(shared_state& s, const std::string& url) {
-        const pid_t parent = ::getpid();
         std::fflush(stdout);
         std::fflush(stderr);
         for (int who = 0; who < participants; ++who) {
-            const pid_t pid = ::fork();
+            const pid_t pid = edgelock_test::fork_dying_with_parent();
             if (pid < 0) {
                 kill_all();
                 fail(program, "fork failed");
             }
             if (pid == 0) {
-                ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (::getppid() != parent) {
-                    ::_exit(1);
-                }
                 participant(s, who, url);
             }
             pids_.push_back(pid);
@@ -200,7 +191,7 @@ public:
     // A participant that ended on its own (it never does unless something failed).
     bool any_exited() {
         for (pid_t& pid : pids_) {
-            if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == pid) {
+            if (pid > 0 && edgelock_test::reap(pid)) {
                 pid = -1;
                 return true;
             }
@@ -211,8 +202,7 @@ public:
     void kill_all() {
         for (pid_t& pid : pids_) {
             if (pid > 0) {
-                ::kill(pid, SIGKILL);
-                ::waitpid(pid, nullptr, 0);
+                edgelock_test::kill_and_reap(pid);
                 pid = -1;
             }
         }
@@ -347,9 +337,9 @@ int run() {
 
     const long long evalsha_before = command_calls(port, "evalsha");
     const long long eval_before = command_calls(port, "eval");
-    const std::string url = format("redis://127.0.0.1:%u", port);
+    const std::string url = edgelock_test::redis_url(port);
     children kids;
-    const std::int64_t started = now_ns();
+    const std::int64_t started = mono_ns();
     kids.start(s, url);
 
     // Collect until handoffs_wanted + 1 acquisitions have completed, or the time is up.
@@ -364,14 +354,14 @@ int run() {
         while (complete < handed && s.records[complete].done.load() != 0) {
             ++complete;
         }
-        if (complete > handoffs_wanted || now_ns() - started > collect_limit_ns) {
+        if (complete > handoffs_wanted || mono_ns() - started > collect_limit_ns) {
             break;
         }
         sleep_ns(5'000'000);
     }
     s.stop.store(1);
     kids.kill_all();
-    const std::int64_t elapsed = now_ns() - started;
+    const std::int64_t elapsed = mono_ns() - started;
     const std::uint32_t acquisitions = s.next.load();
     const long long evalsha = command_calls(port, "evalsha") - evalsha_before;
     const long long eval = command_calls(port, "eval") - eval_before;

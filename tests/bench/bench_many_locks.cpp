@@ -43,6 +43,7 @@
 #include "edgelock/client.hpp"
 #include "edgelock/port.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/url.hpp"
 
 namespace {
 
@@ -54,7 +55,7 @@ using edgelock::lock_event;
 using edgelock::lock_event_kind;
 using edgelock_bench::fail;
 using edgelock_bench::format;
-using edgelock_bench::now_ns;
+using edgelock_bench::mono_ns;
 
 constexpr const char* program = "bench_many_locks";
 constexpr std::size_t lock_count = 1000;
@@ -155,7 +156,7 @@ public:
         const std::size_t before_want = t.count(want);
         const long long reads_before = read_counter();
 
-        const std::int64_t t0 = now_ns();
+        const std::int64_t t0 = mono_ns();
         if (op == operation::renew_fan_out) {
             t.fan_out = locks;
         }
@@ -178,7 +179,7 @@ public:
                      format("start_%s on lock %zu: %s", name_of(op), i, edgelock::describe(e)));
             }
         }
-        const std::int64_t t1 = now_ns();
+        const std::int64_t t1 = mono_ns();
 
         const instant give_up = edgelock::port::now() + duration::seconds(10);
         while (t.count(want) - before_want < lock_count) {
@@ -211,7 +212,7 @@ public:
                 c.on_timeout();
             }
         }
-        const std::int64_t t2 = now_ns();
+        const std::int64_t t2 = mono_ns();
         const long long reads_after = read_counter();
         if (t.fan_out != nullptr || t.fan_out_error != client_errc::ok) {
             fail(program, format("renew from a callback: %s",
@@ -307,11 +308,11 @@ std::string round_row(const std::string& label, const round_figures& f, double r
 // Time of one call of fn, averaged over `calls` calls.
 template <typename Fn>
 double ns_per_call(int calls, Fn fn) {
-    const std::int64_t t0 = now_ns();
+    const std::int64_t t0 = mono_ns();
     for (int i = 0; i < calls; ++i) {
         fn();
     }
-    return static_cast<double>(now_ns() - t0) / calls;
+    return static_cast<double>(mono_ns() - t0) / calls;
 }
 
 int run() {
@@ -328,7 +329,7 @@ int run() {
     b.measure_info_overhead();
     std::fprintf(stderr, "%s: INFO overhead %lld reads\n", program, b.info_overhead());
 
-    const std::string url = format("redis://127.0.0.1:%u", port);
+    const std::string url = edgelock_test::redis_url(port);
     const edgelock::str_view urls[] = {edgelock::str_view(url.data(), url.size())};
     edgelock::client<1> c;
     if (c.configure(urls, 1, {}) != client_errc::ok) {

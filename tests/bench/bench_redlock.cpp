@@ -23,10 +23,7 @@
 //
 // Each link uses its own keys; at the end every node must hold no key.
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -43,11 +40,13 @@
 #include "edgelock/client.hpp"
 #include "edgelock/port.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/net.hpp"
 #include "tools/proc.hpp"
+#include "tools/url.hpp"
 
 using edgelock_bench::fail;
 using edgelock_bench::format;
-using edgelock_bench::now_ns;
+using edgelock_bench::mono_ns;
 using edgelock_bench::summarize;
 using edgelock_bench::summary;
 
@@ -87,21 +86,12 @@ struct route {
     summary peer;
 };
 
-// A blocking TCP connection to 127.0.0.1:port with Nagle off.
-int connect_loopback(std::uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// A blocking TCP connection to 127.0.0.1:port with Nagle off, or the program fails.
+int connect_or_fail(std::uint16_t port) {
+    const int fd = edgelock_test::connect_loopback(port);
     if (fd < 0) {
-        fail(program, format("socket: %s", std::strerror(errno)));
-    }
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
         fail(program, format("connect to port %u: %s", port, std::strerror(errno)));
     }
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return fd;
 }
 
@@ -129,17 +119,17 @@ bool read_pong(int fd, std::size_t& have) {
 
 // One node's round trip: `count` PINGs, one at a time, on one connection.
 summary measure_rtt(std::uint16_t port, int count) {
-    const int fd = connect_loopback(port);
+    const int fd = connect_or_fail(port);
     std::vector<std::int64_t> samples;
     samples.reserve(static_cast<std::size_t>(count));
     for (int i = -warmup_cycles; i < count; ++i) {
-        const std::int64_t t0 = now_ns();
+        const std::int64_t t0 = mono_ns();
         send_ping(fd);
         std::size_t have = 0;
         while (!read_pong(fd, have)) {
         }
         if (i >= 0) {
-            samples.push_back(now_ns() - t0);
+            samples.push_back(mono_ns() - t0);
         }
     }
     ::close(fd);
@@ -151,12 +141,12 @@ summary measure_rtt(std::uint16_t port, int count) {
 void measure_fan_out(route& l) {
     int fds[node_count];
     for (std::size_t n = 0; n < node_count; ++n) {
-        fds[n] = connect_loopback(l.ports[n]);
+        fds[n] = connect_or_fail(l.ports[n]);
     }
     std::vector<std::int64_t> at_quorum;
     std::vector<std::int64_t> at_all;
     for (int i = -warmup_cycles; i < l.pings; ++i) {
-        const std::int64_t t0 = now_ns();
+        const std::int64_t t0 = mono_ns();
         pollfd pfd[node_count];
         std::size_t have[node_count] = {};
         for (std::size_t n = 0; n < node_count; ++n) {
@@ -176,14 +166,14 @@ void measure_fan_out(route& l) {
                 if (read_pong(fds[n], have[n])) {
                     pfd[n].fd = -1;
                     if (++done == quorum) {
-                        t_quorum = now_ns();
+                        t_quorum = mono_ns();
                     }
                 }
             }
         }
         if (i >= 0) {
             at_quorum.push_back(t_quorum - t0);
-            at_all.push_back(now_ns() - t0);
+            at_all.push_back(mono_ns() - t0);
         }
     }
     for (int fd : fds) {
@@ -208,7 +198,7 @@ void measure_edgelock(route& l) {
     std::vector<std::string> urls;
     std::vector<edgelock::str_view> views;
     for (std::uint16_t p : l.ports) {
-        urls.push_back("redis://127.0.0.1:" + std::to_string(p));
+        urls.push_back(edgelock_test::redis_url(p));
     }
     for (const std::string& u : urls) {
         views.emplace_back(u.data(), u.size());
@@ -236,16 +226,16 @@ void measure_edgelock(route& l) {
     std::vector<std::int64_t> acquires;
     std::vector<std::int64_t> releases;
     for (int i = -warmup_cycles; i < l.cycles; ++i) {
-        const std::int64_t t0 = now_ns();
+        const std::int64_t t0 = mono_ns();
         const edgelock::op_result a = lk.try_acquire();
-        const std::int64_t t_acquired = now_ns();
+        const std::int64_t t_acquired = mono_ns();
         if (a.error != edgelock::client_errc::ok ||
             a.event.kind != edgelock::lock_event_kind::acquired) {
             fail(program,
                  format("%s: edgelock acquire %d: %s", l.label, i, describe_result(a).c_str()));
         }
         const edgelock::op_result r = lk.release();
-        const std::int64_t t1 = now_ns();
+        const std::int64_t t1 = mono_ns();
         if (r.error != edgelock::client_errc::ok ||
             r.event.kind != edgelock::lock_event_kind::released || r.event.nodes != node_count) {
             fail(program, format("%s: edgelock release %d: %s, nodes=%u", l.label, i,
@@ -284,20 +274,6 @@ reply_ptr command(redisContext* c, const char* what, std::vector<const char*> ar
     return reply_ptr(static_cast<redisReply*>(r));
 }
 
-// 16 random bytes, hex: the peer's token.
-void fresh_token(char (&hex)[33]) {
-    unsigned char raw[16];
-    if (::getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw)) {
-        fail(program, format("getrandom: %s", std::strerror(errno)));
-    }
-    static const char digits[] = "0123456789abcdef";
-    for (std::size_t i = 0; i < sizeof raw; ++i) {
-        hex[2 * i] = digits[raw[i] >> 4];
-        hex[2 * i + 1] = digits[raw[i] & 15];
-    }
-    hex[32] = '\0';
-}
-
 summary measure_peer(const route& l) {
     std::vector<context_ptr> ctx;
     const timeval timeout{5, 0};
@@ -323,8 +299,8 @@ summary measure_peer(const route& l) {
     samples.reserve(static_cast<std::size_t>(l.cycles));
     char token[33];
     for (int i = -warmup_cycles; i < l.cycles; ++i) {
-        const std::int64_t t0 = now_ns();
-        fresh_token(token);
+        const std::int64_t t0 = mono_ns();
+        edgelock_bench::peer_token(program, token);
         for (context_ptr& c : ctx) {
             const reply_ptr r =
                 command(c.get(), "SET", {"SET", l.peer_key, token, "NX", "PX", ttl.c_str()});
@@ -340,7 +316,7 @@ summary measure_peer(const route& l) {
             }
         }
         if (i >= 0) {
-            samples.push_back(now_ns() - t0);
+            samples.push_back(mono_ns() - t0);
         }
     }
     return summarize(samples);
@@ -363,7 +339,7 @@ void measure(route& l) {
 }
 
 void run() {
-    const std::int64_t start = now_ns();
+    const std::int64_t start = mono_ns();
     std::vector<std::unique_ptr<edgelock_test::redis_server>> servers;
     for (std::size_t n = 0; n < node_count; ++n) {
         servers.push_back(std::make_unique<edgelock_test::redis_server>());
@@ -458,7 +434,7 @@ void run() {
                     target_ratio, ratio <= target_ratio ? "met" : "missed", ratio);
     }
     std::fprintf(stderr, "%s: done in %.1f s\n", program,
-                 static_cast<double>(now_ns() - start) / 1e9);
+                 static_cast<double>(mono_ns() - start) / 1e9);
 }
 
 }  // namespace

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/clock.hpp"
+
 namespace edgelock_chaos {
 
 // Timing of every run. The per-node timeout matches the agent's (ttl / 10).
@@ -34,7 +36,7 @@ constexpr std::int64_t wait_ms = 2000;        // how long an acquisition waits
 constexpr std::int64_t connect_ms = 1000;     // the agent's connect timeout
 constexpr std::int64_t grace_ms = 200;        // the agent's --grace
 constexpr std::int64_t sched_slack_ms = 500;  // scheduling on a loaded machine
-constexpr const char* lock_name = "chaos";    // the key is {chaos}
+constexpr const char* lock_name = "chaos";
 
 // Deadlines an operation must meet, for the verifier.
 constexpr std::int64_t acquire_bound_ms = wait_ms + 3 * node_timeout_ms + sched_slack_ms;
@@ -42,7 +44,8 @@ constexpr std::int64_t release_bound_ms = 2 * node_timeout_ms + sched_slack_ms;
 // An agent run that did not get the lock: connect, then wait.
 constexpr std::int64_t agent_fail_bound_ms = connect_ms + acquire_bound_ms;
 
-std::int64_t now_ns();
+// Instants: edgelock_test::mono_ns(), CLOCK_MONOTONIC in nanoseconds.
+using edgelock_test::mono_ns;
 std::int64_t ms_to_ns(std::int64_t ms);
 
 // Appends one line (a '\n' is added) with a single write(); false on error.

@@ -2,7 +2,6 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,12 +11,6 @@
 #include "chaos/chaos.hpp"
 
 namespace edgelock_chaos {
-
-std::int64_t now_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 std::int64_t ms_to_ns(std::int64_t ms) {
     return ms * 1000000;
@@ -57,7 +50,7 @@ bool storage_write(const std::string& dir, std::uint64_t token, int worker) {
     char buf[32] = {};
     const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
     const std::uint64_t highest = n > 0 ? std::strtoull(buf, nullptr, 10) : 0;
-    const std::int64_t t = now_ns();
+    const std::int64_t t = mono_ns();
     bool accepted = false;
     if (token < highest) {
         append_line(dir + "/storage.log", "reject " + std::to_string(token) + " " +

@@ -16,16 +16,9 @@
 //   edgelock_chaos --self-test   checks the verifier on made-up logs
 //
 // Internal modes (the same binary, exec'ed): worker, agent-worker, section.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -39,7 +32,11 @@
 
 #include "chaos/chaos.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
+#include "tools/files.hpp"
+#include "tools/lock_key.hpp"
 #include "tools/proc.hpp"
+#include "tools/url.hpp"
 
 #ifndef EDGELOCK_CLI_PATH
 #error "EDGELOCK_CLI_PATH must name the edgelock agent"
@@ -49,22 +46,14 @@
 #endif
 
 namespace edgelock_chaos {
+
+using edgelock_test::sleep_ms;
+
 namespace {
 
 volatile sig_atomic_t g_interrupted = 0;
 void on_interrupt(int) {
     g_interrupted = 1;
-}
-
-void sleep_ms(std::int64_t ms) {
-    timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000)};
-    ::nanosleep(&ts, nullptr);
-}
-
-std::string self_path() {
-    char buf[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
 }
 
 struct options {
@@ -196,7 +185,7 @@ void chaos_run::inject() {
             ::kill(-section, SIGSTOP);  // an agent's command: a group of its own
             f.section = section;
         }
-        f.start = now_ns();
+        f.start = mono_ns();
         f.end = f.start + ms_to_ns(uniform(ttl_ms * 3 / 2, ttl_ms * 5 / 2));
         active_.push_back(f);
         return;
@@ -204,11 +193,11 @@ void chaos_run::inject() {
     if (kind == "proxy_reset") {
         // One-shot: every connection through one node's proxy breaks.
         f.target = static_cast<int>(uniform(0, o_.nodes - 1));
-        f.start = now_ns();
+        f.start = mono_ns();
         if (!proxies_[static_cast<std::size_t>(f.target)]->command("reset")) {
             ++facts_.harness_errors;
         }
-        log_fault(f, now_ns());
+        log_fault(f, mono_ns());
         return;
     }
     if (healthy.empty() || faulty_nodes() >= max_faulty) {
@@ -222,13 +211,13 @@ void chaos_run::inject() {
         // Down for longer than the ttl: a restarted node comes back empty, so
         // it must not come back while a lock it granted could still be valid.
         server.kill();
-        f.start = now_ns();
+        f.start = mono_ns();
         const std::int64_t down_ms = ttl_ms + uniform(50, 1000);
         f.end = f.start + ms_to_ns(down_ms);
         f.detail = "restart_after_ms=" + std::to_string(down_ms);
     } else if (kind == "node_pause") {
         server.pause();
-        f.start = now_ns();
+        f.start = mono_ns();
         f.end = f.start + ms_to_ns(uniform(200, 3000));
     } else {
         std::string cmd = kind == "proxy_blackhole" ? "blackhole" : "split";
@@ -243,7 +232,7 @@ void chaos_run::inject() {
         if (!px.command(cmd)) {
             ++facts_.harness_errors;
         }
-        f.start = now_ns();
+        f.start = mono_ns();
         f.end = f.start + ms_to_ns(span_ms);
     }
     active_.push_back(f);
@@ -277,7 +266,7 @@ void chaos_run::heal(active_fault& f) {
     } else if (!proxies_[static_cast<std::size_t>(f.target)]->command("pass")) {
         ++facts_.harness_errors;
     }
-    log_fault(f, now_ns());
+    log_fault(f, mono_ns());
 }
 
 void chaos_run::reap(bool stopping) {
@@ -286,21 +275,22 @@ void chaos_run::reap(bool stopping) {
             continue;
         }
         int status = 0;
-        const pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid) {
+        if (edgelock_test::reap(pid, &status)) {
             if (!stopping || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 std::fprintf(stderr, "edgelock_chaos: worker pid %d ended early (status 0x%x)\n",
                              static_cast<int>(pid), static_cast<unsigned>(status));
                 ++facts_.workers_crashed;
             }
-            ::kill(-pid, SIGKILL);  // anything it left in its group
-            pid = -pid;             // ended, keep the group id
+            // Anything it left in its group (the group, not the reaped pid,
+            // which may already name another process).
+            ::kill(-pid, SIGKILL);
+            pid = -pid;  // ended, keep the group id
         }
     }
 }
 
 int chaos_run::run() {
-    const std::string self = self_path();
+    const std::string self = edgelock_test::self_path();
     facts_.nodes = o_.nodes;
     facts_.workers = o_.workers;
     facts_.library_workers = o_.workers / 2;
@@ -312,7 +302,7 @@ int chaos_run::run() {
         return 2;
     }
 
-    std::string urls;
+    std::vector<std::string> node_urls;
     const int proxy_seconds = o_.seconds + 300;  // the proxies stop by themselves
     for (int n = 0; n < o_.nodes; ++n) {
         servers_.push_back(std::make_unique<edgelock_test::redis_server>());
@@ -322,11 +312,11 @@ int chaos_run::run() {
             std::fprintf(stderr, "edgelock_chaos: the fault proxy did not start\n");
             return 2;
         }
-        urls += (n == 0 ? "" : ",") + std::string("redis://127.0.0.1:") +
-                std::to_string(proxies_.back()->port());
+        node_urls.push_back(edgelock_test::redis_url(proxies_.back()->port()));
     }
+    const std::string urls = edgelock_test::node_list(node_urls);
 
-    facts_.start_ns = now_ns();
+    facts_.start_ns = mono_ns();
     for (int w = 0; w < o_.workers; ++w) {
         const bool library = w < facts_.library_workers;
         std::vector<std::string> argv = {
@@ -350,8 +340,8 @@ int chaos_run::run() {
     // The fault scheduler.
     const std::int64_t end = facts_.start_ns + ms_to_ns(std::int64_t{o_.seconds} * 1000);
     std::int64_t next_fault = facts_.start_ns + ms_to_ns(uniform(200, 1000));
-    while (now_ns() < end && g_interrupted == 0) {
-        const std::int64_t now = now_ns();
+    while (mono_ns() < end && g_interrupted == 0) {
+        const std::int64_t now = mono_ns();
         for (std::size_t i = 0; i < active_.size();) {
             if (active_[i].end <= now) {
                 heal(active_[i]);
@@ -372,20 +362,20 @@ int chaos_run::run() {
     // then tell the workers to stop and give them time to finish a section.
     for (active_fault& f : active_) {
         if (f.kind == "node_kill") {
-            while (now_ns() < f.end) {
+            while (mono_ns() < f.end) {
                 sleep_ms(10);
             }
         }
         heal(f);
     }
     active_.clear();
-    facts_.end_ns = now_ns();
+    facts_.end_ns = mono_ns();
     for (pid_t pid : workers_) {
         if (pid > 0) {
             ::kill(pid, SIGTERM);
         }
     }
-    const std::int64_t stop_deadline = now_ns() + ms_to_ns(acquire_bound_ms + 2 * ttl_ms + 5000);
+    const std::int64_t stop_deadline = mono_ns() + ms_to_ns(acquire_bound_ms + 2 * ttl_ms + 5000);
     for (;;) {
         reap(true);
         bool running = false;
@@ -395,14 +385,14 @@ int chaos_run::run() {
         if (!running) {
             break;
         }
-        if (now_ns() >= stop_deadline) {
+        if (mono_ns() >= stop_deadline) {
             for (pid_t& pid : workers_) {
                 if (pid > 0) {
                     std::fprintf(stderr, "edgelock_chaos: worker pid %d did not stop\n",
                                  static_cast<int>(pid));
                     ++facts_.workers_not_stopped;
-                    ::kill(-pid, SIGKILL);
-                    ::waitpid(pid, nullptr, 0);
+                    edgelock_test::kill_group(pid, SIGKILL);
+                    edgelock_test::wait_exit(pid);
                     pid = -pid;
                 }
             }
@@ -420,8 +410,8 @@ int chaos_run::run() {
             const edgelock_test::reply keys = c.command({"KEYS", "*"});
             for (const edgelock_test::reply& k : keys.elements) {
                 const edgelock_test::reply pttl = c.command({"PTTL", k.text});
-                const bool is_lock = k.text == std::string("{") + lock_name + "}";
-                const bool is_counter = k.text == std::string("{") + lock_name + "}:fence";
+                const bool is_lock = k.text == edgelock_test::key_of(lock_name);
+                const bool is_counter = k.text == edgelock_test::fence_key_of(lock_name);
                 if (is_lock || (!is_counter && pttl.integer == -1)) {
                     std::fprintf(stderr, "edgelock_chaos: node %d still has %s (pttl %lld)\n", n,
                                  k.text.c_str(), pttl.integer);
@@ -454,17 +444,17 @@ int orchestrate(int argc, char** argv) {
         return 64;
     }
     if (o.seed == 0) {
-        o.seed = static_cast<std::uint64_t>(now_ns()) % 1000000;
+        o.seed = static_cast<std::uint64_t>(mono_ns()) % 1000000;
     }
-    bool made_dir = false;
+    std::unique_ptr<edgelock_test::temp_dir> made_dir;
     if (o.dir.empty()) {
-        char tmpl[] = "/tmp/edgelock-chaos.XXXXXX";
-        if (::mkdtemp(tmpl) == nullptr) {
-            std::perror("edgelock_chaos: mkdtemp");
+        try {
+            made_dir = std::make_unique<edgelock_test::temp_dir>("edgelock-chaos");
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "edgelock_chaos: %s\n", e.what());
             return 2;
         }
-        o.dir = tmpl;
-        made_dir = true;
+        o.dir = made_dir->path;
     }
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
@@ -480,11 +470,11 @@ int orchestrate(int argc, char** argv) {
         std::fprintf(stderr, "edgelock_chaos: %s\n", e.what());
     }
     if (status == 0 && made_dir && !o.keep) {
-        const std::string rm = "rm -rf '" + o.dir + "'";
-        if (std::system(rm.c_str()) != 0) {
-            std::fprintf(stderr, "edgelock_chaos: could not remove %s\n", o.dir.c_str());
-        }
+        made_dir.reset();  // removes the logs
     } else {
+        if (made_dir) {
+            made_dir->keep();
+        }
         std::printf("logs kept in %s\n", o.dir.c_str());
     }
     return status;

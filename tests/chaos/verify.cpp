@@ -4,18 +4,18 @@
 // while it was inside ("a paused holder") may outlive its lock: no lock
 // service can prevent that, only fencing can make the storage notice. Such
 // sections are reported apart; every other overlap is a safety violation.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "chaos/chaos.hpp"
+#include "tools/files.hpp"
 
 namespace edgelock_chaos {
 
@@ -410,16 +410,18 @@ struct fake_run {
 
 bool judge(const fake_run& run, bool want_ok, long long verdict::*field, long long want,
            const char* what, std::string& failure) {
-    char tmpl[] = "/tmp/edgelock-chaos-self.XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) {
-        failure = "mkdtemp failed";
+    std::unique_ptr<edgelock_test::temp_dir> made;
+    try {
+        made = std::make_unique<edgelock_test::temp_dir>("edgelock-chaos-self");
+    } catch (const std::exception& e) {
+        failure = e.what();
         return false;
     }
-    const std::string dir = tmpl;
-    std::ofstream(dir + "/worker-0.log") << run.w0;
-    std::ofstream(dir + "/worker-1.log") << run.w1;
-    std::ofstream(dir + "/storage.log") << run.storage;
-    std::ofstream(dir + "/faults.log") << run.faults;
+    const std::string dir = made->path;
+    edgelock_test::write_file(dir + "/worker-0.log", run.w0);
+    edgelock_test::write_file(dir + "/worker-1.log", run.w1);
+    edgelock_test::write_file(dir + "/storage.log", run.storage);
+    edgelock_test::write_file(dir + "/faults.log", run.faults);
     run_facts facts;
     facts.nodes = 1;
     facts.workers = 2;
@@ -429,10 +431,7 @@ bool judge(const fake_run& run, bool want_ok, long long verdict::*field, long lo
     std::string report;
     verdict v;
     const bool ok = verify(dir, facts, report, &v);
-    for (const char* f : {"worker-0.log", "worker-1.log", "storage.log", "faults.log"}) {
-        std::remove((dir + "/" + f).c_str());
-    }
-    ::rmdir(dir.c_str());
+    made.reset();
     if (ok != want_ok || v.*field != want) {
         failure = std::string(what) + ": judged " + (ok ? "PASS" : "FAIL") + ", count " +
                   std::to_string(v.*field) + ", expected " + (want_ok ? "PASS" : "FAIL") + " and " +

@@ -10,13 +10,12 @@
 // A section lasts a few milliseconds mostly, sometimes close to or beyond the
 // ttl (so the watchdog renews under faults), and writes its token to the
 // fenced storage at a random point inside.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -26,8 +25,12 @@
 
 #include "chaos/chaos.hpp"
 #include "edgelock/client.hpp"
+#include "tools/clock.hpp"
+#include "tools/proc.hpp"
 
 namespace edgelock_chaos {
+
+using edgelock_test::sleep_ms;
 
 namespace {
 
@@ -63,11 +66,6 @@ std::string arg(const std::map<std::string, std::string>& a, const char* name) {
     return it->second;
 }
 
-void sleep_ms(std::int64_t ms) {
-    timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000)};
-    ::nanosleep(&ts, nullptr);
-}
-
 // Mostly short sections; now and then one near or past the ttl.
 std::int64_t pick_hold_ms(std::mt19937_64& rng) {
     if (std::uniform_int_distribution<int>(0, 9)(rng) < 8) {
@@ -88,10 +86,10 @@ struct worker_log {
                               " " + n(ms_to_ns(bound_ms)) + " " + result);
     }
     void enter(std::int64_t seq, std::uint64_t token) const {
-        append_line(path, "enter " + n(seq) + " " + std::to_string(token) + " " + n(now_ns()));
+        append_line(path, "enter " + n(seq) + " " + std::to_string(token) + " " + n(mono_ns()));
     }
     void write(std::int64_t seq, std::uint64_t token, bool accepted) const {
-        append_line(path, "write " + n(seq) + " " + std::to_string(token) + " " + n(now_ns()) +
+        append_line(path, "write " + n(seq) + " " + std::to_string(token) + " " + n(mono_ns()) +
                               (accepted ? " accepted" : " rejected"));
     }
     // `at`: the instant the section ended, the last moment it acted as holder.
@@ -157,9 +155,9 @@ int library_worker_main(int argc, char** argv) {
     }
 
     for (std::int64_t seq = 1; g_stop == 0; ++seq) {
-        const std::int64_t t0 = now_ns();
+        const std::int64_t t0 = mono_ns();
         const edgelock::op_result r = l.acquire(edgelock::duration::millis(wait_ms));
-        const std::int64_t t1 = now_ns();
+        const std::int64_t t1 = mono_ns();
         log.op("acquire", seq, t0, t1, acquire_bound_ms, op_outcome(r));
         if (r.error != edgelock::client_errc::ok || !l.held()) {
             if (r.error != edgelock::client_errc::ok) {
@@ -171,7 +169,7 @@ int library_worker_main(int argc, char** argv) {
         // The critical section: driven in small steps so the watchdog renews,
         // left the moment the lock is not known to be ours.
         const std::uint64_t token = l.fence();
-        const std::int64_t enter = now_ns();
+        const std::int64_t enter = mono_ns();
         table.enter(id);
         log.enter(seq, token);
         const std::int64_t hold = ms_to_ns(pick_hold_ms(rng));
@@ -187,13 +185,13 @@ int library_worker_main(int argc, char** argv) {
                 outcome = "lost";
                 break;
             }
-            const std::int64_t now = now_ns();
+            const std::int64_t now = mono_ns();
             last_held = now;
             if (!wrote && now >= write_at) {
                 log.write(seq, token, storage_write(dir, token, id));
                 wrote = true;
-                last_held = now_ns();  // the write is the holder's act: the section lasts past it
-                continue;              // check held() again before leaving
+                last_held = mono_ns();  // the write is the holder's act: the section lasts past it
+                continue;               // check held() again before leaving
             }
             if (now >= enter + hold) {
                 break;
@@ -205,9 +203,9 @@ int library_worker_main(int argc, char** argv) {
         log.exit(seq, token, last_held, outcome);
         table.leave(id);
 
-        const std::int64_t t2 = now_ns();
+        const std::int64_t t2 = mono_ns();
         const edgelock::op_result rr = l.release();
-        log.op("release", seq, t2, now_ns(), release_bound_ms, op_outcome(rr));
+        log.op("release", seq, t2, mono_ns(), release_bound_ms, op_outcome(rr));
         sleep_ms(std::uniform_int_distribution<std::int64_t>(0, 30)(rng));
     }
     l.detach();
@@ -244,30 +242,22 @@ int agent_worker_main(int argc, char** argv) {
                                          "--workers",  workers,
                                          "--hold",     n(hold),
                                          "--write-at", n(write_at)};
-        std::vector<char*> av;
-        for (std::string& s : args) {
-            av.push_back(&s[0]);
+        // Same process group as this worker: a paused holder is the whole group.
+        edgelock_test::spawn_options so;
+        so.own_group = false;
+        so.dies_with_parent = false;
+        so.stderr_fd = ::open(err_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        const std::int64_t t0 = mono_ns();
+        const pid_t pid = edgelock_test::spawn(args, so);
+        if (so.stderr_fd >= 0) {
+            ::close(so.stderr_fd);
         }
-        av.push_back(nullptr);
-        const std::int64_t t0 = now_ns();
-        const pid_t pid = ::fork();
         if (pid < 0) {
             sleep_ms(50);
             continue;
         }
-        if (pid == 0) {
-            // Same process group as this worker: a paused holder is the whole group.
-            ::signal(SIGTERM, SIG_DFL);
-            ::signal(SIGINT, SIG_DFL);
-            std::FILE* err = std::freopen(err_path.c_str(), "a", stderr);
-            (void)err;
-            ::execv(av[0], av.data());
-            ::_exit(127);
-        }
-        int status = 0;
-        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        const std::int64_t t1 = now_ns();
+        const int status = edgelock_test::wait_exit(pid);
+        const std::int64_t t1 = mono_ns();
         const std::string result =
             WIFEXITED(status) ? "exit:" + n(WEXITSTATUS(status)) : "signal:" + n(WTERMSIG(status));
         log.op("agent", seq, t0, t1, 0, result);
@@ -295,7 +285,7 @@ int section_main(int argc, char** argv) {
     holders table;
     table.open(dir, workers, false);
 
-    const std::int64_t enter = now_ns();
+    const std::int64_t enter = mono_ns();
     table.enter(id);
     log.enter(seq, token);
     bool wrote = false;
@@ -305,7 +295,7 @@ int section_main(int argc, char** argv) {
             outcome = "terminated";
             break;
         }
-        const std::int64_t now = now_ns();
+        const std::int64_t now = mono_ns();
         if (!wrote && now >= enter + write_after) {
             log.write(seq, token, storage_write(dir, token, id));
             wrote = true;
@@ -316,7 +306,7 @@ int section_main(int argc, char** argv) {
         }
         sleep_ms(1);
     }
-    log.exit(seq, token, now_ns(), outcome);
+    log.exit(seq, token, mono_ns(), outcome);
     table.leave(id);
     return 0;
 }

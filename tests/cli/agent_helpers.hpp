@@ -2,19 +2,18 @@
 // binary (EDGELOCK_CLI_PATH) with arguments and an environment, and fail the
 // test, with everything it printed, when a run outlasts its bound.
 //
-//   const run_result r = agent({"acquire", "-N", url(srv), "k"});
+//   const run_result r = agent({"acquire", "-N", redis_url(srv), "k"});
 //   REQUIRE(r.status == 0);
 #pragma once
 
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -22,9 +21,17 @@
 
 #include "cli/cli_helpers.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
+#include "tools/files.hpp"
+#include "tools/lock_key.hpp"
+#include "tools/proc.hpp"
+#include "tools/url.hpp"
 
 #ifndef EDGELOCK_CLI_PATH
 #error "build with -DEDGELOCK_CLI_PATH=\"/path/to/edgelock\""
+#endif
+#ifndef EDGELOCK_FAKE_REDIS_PATH
+#error "build with -DEDGELOCK_FAKE_REDIS_PATH=\"/path/to/fake_redis\""
 #endif
 
 namespace edgelock_test {
@@ -37,18 +44,9 @@ constexpr int exit_usage = 64;
 constexpr int exit_unavailable = 69;
 constexpr int exit_lost = 75;
 
-// The key of the lock named `name` (a plain lock's key today).
-inline std::string lock_key(const std::string& name) {
-    return "{" + name + "}";
-}
-
 // EXISTS on the lock named `name`: 1 held, 0 free.
 inline long long lock_exists(redis_client& c, const std::string& name) {
-    return c.command({"EXISTS", lock_key(name)}).integer;
-}
-
-inline std::string url(const redis_server& s) {
-    return "redis://127.0.0.1:" + std::to_string(s.port());
+    return c.command({"EXISTS", key_of(name)}).integer;
 }
 
 inline bool contains(const std::string& hay, const std::string& needle) {
@@ -99,56 +97,9 @@ inline run_result agent(const strings& args, const strings& env = {}, double tim
     return a.finish(timeout_s);
 }
 
-// A private directory for the files a test's children write, removed after.
-struct temp_dir {
-    std::string path;
-    temp_dir() {
-        char tmpl[] = "/tmp/edgelock-cli-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        path = tmpl;
-    }
-    ~temp_dir() {
-        const std::string cmd = "rm -rf '" + path + "'";
-        (void)std::system(cmd.c_str());
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-    std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
-
-inline void write_file(const std::string& path, const std::string& text) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << text;
-}
-
-inline bool file_exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0;
-}
-
 // The message a usage error must be: exactly one line on stderr.
 inline bool one_line(const std::string& s) {
     return !s.empty() && s.back() == '\n' && std::count(s.begin(), s.end(), '\n') == 1;
-}
-
-inline std::string read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-// Waits up to timeout_s for cond(); true when it held.
-template <class F>
-bool wait_for(F cond, double timeout_s) {
-    const double deadline = mono_s() + timeout_s;
-    while (mono_s() < deadline) {
-        if (cond()) {
-            return true;
-        }
-        ::usleep(10000);
-    }
-    return cond();
 }
 
 // The pid a child wrote to `path` (`echo $$ > path`), once it is there; 0
@@ -162,19 +113,6 @@ inline pid_t pid_in(const std::string& path) {
         },
         5.0);
     return pid;
-}
-
-// The state letter of /proc/PID/stat (R, S, T, Z, ...), or 0 when it is gone.
-inline char process_state(pid_t pid) {
-    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-    const std::size_t paren = stat.rfind(')');
-    return paren == std::string::npos || paren + 2 >= stat.size() ? 0 : stat[paren + 2];
-}
-
-// Running, sleeping or stopped: not gone and not a zombie.
-inline bool alive(pid_t pid) {
-    const char state = pid > 0 ? process_state(pid) : 0;
-    return state != 0 && state != 'Z' && state != 'X';
 }
 
 // Kills, when the test ends, processes a failing case may have left behind.
@@ -201,5 +139,23 @@ inline long long positive(const std::string& s) {
     const long long v = std::stoll(s);
     return v > 0 ? v : -1;
 }
+
+// A fake_redis (tests/tools/fake_redis.cpp) answering badly in `mode` for up
+// to `seconds`, started and its port read. The process helper kills it at the
+// end of the test.
+struct fake_redis {
+    std::string mode;
+    std::unique_ptr<process> server;
+    std::string port;
+
+    explicit fake_redis(const std::string& m, int seconds = 90) : mode(m) {
+        server = std::make_unique<process>(
+            strings{EDGELOCK_FAKE_REDIS_PATH, m, "--seconds", std::to_string(seconds)}, strings{});
+        port = server->read_line(5.0);
+        INFO("fake_redis " << m);
+        REQUIRE(positive(port) > 0);
+    }
+    std::string url() const { return redis_url(static_cast<std::uint16_t>(positive(port))); }
+};
 
 }  // namespace edgelock_test

@@ -13,10 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,13 +23,10 @@
 #include <string>
 #include <vector>
 
-namespace edgelock_test {
+#include "tools/clock.hpp"
+#include "tools/proc.hpp"
 
-inline double mono_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
+namespace edgelock_test {
 
 struct run_result {
     int status = -1;  // exit status 0-255, or 128 + signal; -1 while unknown
@@ -54,53 +48,26 @@ public:
         if (const char* path = std::getenv("PATH")) {
             envs.push_back(std::string("PATH=") + path);
         }
-        std::vector<char*> av;
-        std::vector<char*> ev;
-        std::vector<std::string> args = argv;
-        for (std::string& a : args) {
-            av.push_back(&a[0]);
-        }
-        av.push_back(nullptr);
-        for (std::string& e : envs) {
-            ev.push_back(&e[0]);
-        }
-        ev.push_back(nullptr);
-
-        const pid_t parent = ::getpid();
+        const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        spawn_options o;
+        o.env = &envs;
+        o.stdin_fd = devnull;
+        o.stdout_fd = out[1];
+        o.stderr_fd = err[1];
         start_ = mono_s();
-        pid_ = ::fork();
-        if (pid_ < 0) {
-            throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+        pid_ = spawn(argv, o);
+        const int spawn_errno = errno;
+        if (devnull >= 0) {
+            ::close(devnull);
         }
-        if (pid_ == 0) {
-            ::setpgid(0, 0);
-            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (::getppid() != parent) {
-                ::_exit(127);
-            }
-            // A clean slate: no blocked signals, default dispositions.
-            sigset_t none;
-            sigemptyset(&none);
-            ::sigprocmask(SIG_SETMASK, &none, nullptr);
-            for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) {
-                ::signal(s, SIG_DFL);
-            }
-            const int devnull = ::open("/dev/null", O_RDONLY);
-            if (devnull >= 0) {
-                ::dup2(devnull, 0);
-            }
-            ::dup2(out[1], 1);
-            ::dup2(err[1], 2);
-            ::execve(av[0], av.data(), ev.data());
-            const char msg[] = "exec failed\n";
-            (void)!::write(2, msg, sizeof msg - 1);
-            ::_exit(127);
-        }
-        ::setpgid(pid_, pid_);  // also here: no race with a kill(-pid) below
         ::close(out[1]);
         ::close(err[1]);
         out_fd_ = out[0];
         err_fd_ = err[0];
+        if (pid_ < 0) {
+            close_fds();
+            throw std::runtime_error(std::string("fork: ") + std::strerror(spawn_errno));
+        }
         ::fcntl(out_fd_, F_SETFL, O_NONBLOCK);
         ::fcntl(err_fd_, F_SETFL, O_NONBLOCK);
     }
@@ -126,9 +93,8 @@ public:
         }
     }
     void kill_group(int sig) {
-        if (!exited_ && pid_ > 0) {
-            ::kill(-pid_, sig);
-            ::kill(pid_, sig);
+        if (!exited_) {
+            edgelock_test::kill_group(pid_, sig);
         }
     }
 
@@ -225,22 +191,16 @@ private:
             return;
         }
         int st = 0;
-        pid_t r;
-        do {
-            r = ::waitpid(pid_, &st, block ? 0 : WNOHANG);
-        } while (r < 0 && errno == EINTR);
-        if (r != pid_) {
+        if (block) {
+            st = wait_exit(pid_);
+        } else if (!edgelock_test::reap(pid_, &st)) {
             return;
         }
         exited_ = true;
         if (!result_.timed_out) {
             result_.seconds = mono_s() - start_;
         }
-        if (WIFEXITED(st)) {
-            result_.status = WEXITSTATUS(st);
-        } else if (WIFSIGNALED(st)) {
-            result_.status = 128 + WTERMSIG(st);
-        }
+        result_.status = exit_status(st);
         // The program's group may hold its leftovers (a child it did not reap).
         ::kill(-pid_, SIGKILL);
     }

@@ -6,6 +6,13 @@
 // Redlock with dead and hostile nodes, fencing across node failures;
 // acquire/renew/release/status; usage errors; passwords; hostile servers.
 //
+// Bad input: a usage error is exit 64 with one line on stderr, and it must not
+// touch the network (the nodes named are a listening socket the test owns,
+// which must not see a single connection); a bad TOKEN leaves a held lock as
+// it was. A hostile server must end in 69 or 1 within bounded time with
+// nothing acquired: a command given to `run` is never started, `status` never
+// reports the lock held; every fake_redis mode, alone and among real nodes.
+//
 // Built with EDGELOCK_CLI_PATH (the agent) and EDGELOCK_FAKE_REDIS_PATH.
 // Timing checks are sanity bounds several times what a run needs.
 #include <sys/stat.h>
@@ -16,7 +23,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -25,6 +31,11 @@
 #include "cli/agent_helpers.hpp"
 #include "cli/cli_helpers.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
+#include "tools/files.hpp"
+#include "tools/lock_key.hpp"
+#include "tools/net.hpp"
+#include "tools/url.hpp"
 
 #ifndef EDGELOCK_CLI_PATH
 #error "build with -DEDGELOCK_CLI_PATH=\"/path/to/edgelock\""
@@ -41,34 +52,30 @@ using edgelock_test::exit_conflict;
 using edgelock_test::exit_lost;
 using edgelock_test::exit_unavailable;
 using edgelock_test::exit_usage;
+using edgelock_test::fake_redis;
 using edgelock_test::file_exists;
+using edgelock_test::key_of;
 using edgelock_test::lock_exists;
-using edgelock_test::lock_key;
+using edgelock_test::loopback_listener;
 using edgelock_test::mono_s;
+using edgelock_test::node_list;
 using edgelock_test::one_line;
 using edgelock_test::positive;
-using edgelock_test::process;
 using edgelock_test::read_file;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
+using edgelock_test::redis_url;
 using edgelock_test::run_result;
 using edgelock_test::show;
+using edgelock_test::sleep_ms;
 using edgelock_test::temp_dir;
-using edgelock_test::url;
 using edgelock_test::wait_for;
+using edgelock_test::wall_s;
 using edgelock_test::write_file;
 
 namespace {
 
 using strings = std::vector<std::string>;
-
-std::string join(const strings& parts, const std::string& sep) {
-    std::string s;
-    for (const std::string& p : parts) {
-        s += (s.empty() ? "" : sep) + p;
-    }
-    return s;
-}
 
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(),
@@ -94,19 +101,27 @@ bool is_token(const std::string& s) {
 
 // GET {key}: the value, or "" when the key does not exist.
 std::string get(redis_client& c, const std::string& key) {
-    const edgelock_test::reply r = c.command({"GET", lock_key(key)});
+    const edgelock_test::reply r = c.command({"GET", key_of(key)});
     return r.type == '$' || r.type == '+' ? r.text : std::string();
 }
 
 long long pttl(redis_client& c, const std::string& key) {
-    return c.command({"PTTL", lock_key(key)}).integer;
+    return c.command({"PTTL", key_of(key)}).integer;
 }
 
-// Seconds since the epoch, as `date +%s.%N` prints them in a child.
-double real_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+const char* const valid_token = "00112233445566778899aabbccddeeff";
+
+// Every fake_redis mode (tests/tools/fake_redis.cpp).
+const char* const all_modes[] = {
+    "silent",      "reset",       "close",           "trickle", "garbage",
+    "huge-length", "length-2-63", "negative-length", "deep",    "no-cr",
+    "big-error",   "wrong-type",  "ok-then-garbage", "random"};
+
+// What every agent run against hostile nodes must end with.
+void check_not_acquired(const strings& args, const run_result& r, const std::string& mode) {
+    INFO("fake_redis " << mode << "\n" << show(args, r));
+    CHECK((r.status == exit_unavailable || r.status == exit_conflict));
+    CHECK(r.seconds < 10.0);
 }
 
 }  // namespace
@@ -130,14 +145,14 @@ TEST_CASE("cli: run passes the child's exit status through", "[cli]") {
         {"kill -KILL $$", 128 + SIGKILL},
     };
     for (const row& w : rows) {
-        const strings args{"run", "-N", url(srv), key, "--", "sh", "-c", w.script};
+        const strings args{"run", "-N", redis_url(srv), key, "--", "sh", "-c", w.script};
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == w.status);
         CHECK(lock_exists(admin, key) == 0);  // released when the child exited
     }
 
-    const strings args{"run", "-N", url(srv), key, "--", "true"};
+    const strings args{"run", "-N", redis_url(srv), key, "--", "true"};
     const run_result r = agent(args);
     INFO(show(args, r));
     CHECK(r.status == 0);
@@ -151,7 +166,7 @@ TEST_CASE("cli: run gives the child EDGELOCK_KEY and the agent's environment", "
     const std::string out = dir / "env";
     const strings args{"run",
                        "-N",
-                       url(srv),
+                       redis_url(srv),
                        key,
                        "--",
                        "sh",
@@ -175,9 +190,9 @@ TEST_CASE("cli: run --fencing gives the child increasing fencing tokens", "[cli]
     for (int i = 0; i < 3; ++i) {
         const std::string out = dir / ("fence" + std::to_string(i));
         const strings args{
-            "run",    "--fencing", "-N",
-            url(srv), key,         "--",
-            "sh",     "-c",        "printf '%s' \"$EDGELOCK_FENCING_TOKEN\" > '" + out + "'"};
+            "run",          "--fencing", "-N",
+            redis_url(srv), key,         "--",
+            "sh",           "-c",        "printf '%s' \"$EDGELOCK_FENCING_TOKEN\" > '" + out + "'"};
         const run_result r = agent(args);
         INFO(show(args, r));
         REQUIRE(r.status == 0);
@@ -191,7 +206,7 @@ TEST_CASE("cli: run --fencing gives the child increasing fencing tokens", "[cli]
     }
 
     // acquire --fencing on the same key continues the sequence.
-    const strings args{"acquire", "--fencing", "-t", "5s", "-N", url(srv), key};
+    const strings args{"acquire", "--fencing", "-t", "5s", "-N", redis_url(srv), key};
     const run_result r = agent(args);
     INFO(show(args, r));
     REQUIRE(r.status == 0);
@@ -216,7 +231,7 @@ TEST_CASE("cli: run forwards SIGTERM, SIGINT and SIGHUP to the child", "[cli]") 
         const std::string started = dir / (std::string("started-") + w.name);
         const strings args{"run",
                            "-N",
-                           url(srv),
+                           redis_url(srv),
                            key,
                            "--",
                            "sh",
@@ -241,7 +256,7 @@ TEST_CASE("cli: a held lock is a conflict: 1, or the -E code, at once", "[cli]")
     redis_client admin(srv.port());
     const std::string key = "cli-conflict";
 
-    const strings hold{"acquire", "-t", "10s", "-N", url(srv), key};
+    const strings hold{"acquire", "-t", "10s", "-N", redis_url(srv), key};
     const run_result h = agent(hold);
     INFO(show(hold, h));
     REQUIRE(h.status == 0);
@@ -249,35 +264,35 @@ TEST_CASE("cli: a held lock is a conflict: 1, or the -E code, at once", "[cli]")
     REQUIRE(get(admin, key) == token);
 
     {
-        const strings args{"run", "-n", "-N", url(srv), key, "--", "true"};
+        const strings args{"run", "-n", "-N", redis_url(srv), key, "--", "true"};
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == exit_conflict);
         CHECK(r.seconds < 3.0);
     }
     {
-        const strings args{"run", "-n", "-E", "42", "-N", url(srv), key, "--", "true"};
+        const strings args{"run", "-n", "-E", "42", "-N", redis_url(srv), key, "--", "true"};
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == 42);
         CHECK(r.seconds < 3.0);
     }
     {
-        const strings args{"run", "-N", url(srv), key, "--", "true"};  // default: one try
+        const strings args{"run", "-N", redis_url(srv), key, "--", "true"};  // default: one try
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == exit_conflict);
         CHECK(r.seconds < 3.0);
     }
     {
-        const strings args{"acquire", "-N", url(srv), key};
+        const strings args{"acquire", "-N", redis_url(srv), key};
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == exit_conflict);
         CHECK(r.out.empty());
     }
     {
-        const strings args{"run", "-q", "-n", "-N", url(srv), key, "--", "true"};
+        const strings args{"run", "-q", "-n", "-N", redis_url(srv), key, "--", "true"};
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == exit_conflict);
@@ -292,8 +307,8 @@ TEST_CASE("cli: run -w waits for the holder's lock to expire", "[cli]") {
     redis_client admin(srv.port());
     const std::string key = "cli-wait";
 
-    REQUIRE(admin.command({"SET", lock_key(key), "someone-else", "PX", "500"}).text == "OK");
-    const strings args{"run", "-w", "1s", "-N", url(srv), key, "--", "true"};
+    REQUIRE(admin.command({"SET", key_of(key), "someone-else", "PX", "500"}).text == "OK");
+    const strings args{"run", "-w", "1s", "-N", redis_url(srv), key, "--", "true"};
     const run_result r = agent(args);
     INFO(show(args, r));
     CHECK(r.status == 0);
@@ -307,10 +322,10 @@ TEST_CASE("cli: a signal while waiting for the lock ends the wait, no command ru
     redis_client admin(srv.port());
     temp_dir dir;
     const std::string key = "cli-wait-signal";
-    REQUIRE(admin.command({"SET", lock_key(key), "holder", "PX", "20000"}).text == "OK");
+    REQUIRE(admin.command({"SET", key_of(key), "holder", "PX", "20000"}).text == "OK");
 
-    agent_run a({"run", "-w", "20s", "-N", url(srv), key, "--", "touch", dir / "ran"}, {});
-    ::usleep(300000);
+    agent_run a({"run", "-w", "20s", "-N", redis_url(srv), key, "--", "touch", dir / "ran"}, {});
+    sleep_ms(300);
     const double sent = mono_s();
     a.proc.signal(SIGTERM);
     const run_result r = a.finish(10.0);
@@ -325,7 +340,8 @@ TEST_CASE("cli: run of a command that cannot be started is 127, lock released", 
     redis_server srv;
     redis_client admin(srv.port());
     const std::string key = "cli-run-enoent";
-    const strings args{"run", "-N", url(srv), key, "--", "/nonexistent/edgelock-test-command"};
+    const strings args{"run", "-N", redis_url(srv),
+                       key,   "--", "/nonexistent/edgelock-test-command"};
     const run_result r = agent(args);
     INFO(show(args, r));
     CHECK(r.status == 127);  // as env(1) and timeout(1) say it
@@ -345,7 +361,7 @@ TEST_CASE("cli: concurrent runs exclude each other", "[cli]") {
     for (std::size_t nodes : {std::size_t{1}, std::size_t{3}}) {
         strings urls;
         for (std::size_t i = 0; i < nodes; ++i) {
-            urls.push_back(url(*servers[i]));
+            urls.push_back(redis_url(*servers[i]));
         }
         const std::string key = "cli-mutex-" + std::to_string(nodes);
         const std::string counter = dir / ("counter" + std::to_string(nodes));
@@ -356,7 +372,7 @@ TEST_CASE("cli: concurrent runs exclude each other", "[cli]") {
         std::vector<std::unique_ptr<agent_run>> runs;
         for (int i = 0; i < 8; ++i) {
             runs.push_back(std::make_unique<agent_run>(
-                strings{"run", "-w", "20s", "-N", join(urls, ","), key, "--", "sh", "-c", racy},
+                strings{"run", "-w", "20s", "-N", node_list(urls), key, "--", "sh", "-c", racy},
                 strings{}));
         }
         for (auto& a : runs) {
@@ -380,7 +396,7 @@ TEST_CASE("cli: run renews the lock while the child outlives the ttl", "[cli]") 
     redis_client admin(srv.port());
     const std::string key = "cli-renew";
 
-    agent_run a({"run", "-t", "1s", "-N", url(srv), key, "--", "sleep", "3"}, {});
+    agent_run a({"run", "-t", "1s", "-N", redis_url(srv), key, "--", "sleep", "3"}, {});
     REQUIRE(wait_for([&] { return is_token(get(admin, key)); }, 3.0));
     const std::string token = get(admin, key);
     const double until = mono_s() + 2.3;
@@ -392,7 +408,7 @@ TEST_CASE("cli: run renews the lock while the child outlives the ttl", "[cli]") 
         ++samples;
         missing += (t <= 0 || get(admin, key) != token) ? 1 : 0;
         max_pttl = std::max(max_pttl, t);
-        ::usleep(100000);
+        sleep_ms(100);
     }
     const run_result r = a.finish(15.0);
     INFO(show(a.args, r));
@@ -413,15 +429,15 @@ TEST_CASE("cli: a lost lock stops the child: SIGTERM, SIGKILL after the grace, 7
     const std::string got_term = dir / "term";
 
     // The child notes SIGTERM and carries on: only SIGKILL stops it.
-    agent_run a({"run", "-t", "1s", "--grace", "500ms", "-N", url(srv), key, "--", "sh", "-c",
+    agent_run a({"run", "-t", "1s", "--grace", "500ms", "-N", redis_url(srv), key, "--", "sh", "-c",
                  "trap \"echo term >> '" + got_term + "'\" TERM; touch '" + started +
                      "'; while :; do sleep 0.05; done"},
                 {});
     REQUIRE(wait_for([&] { return file_exists(started); }, 5.0));
     REQUIRE(is_token(get(admin, key)));
-    ::usleep(200000);
+    sleep_ms(200);
     // Someone else takes the key: the agent's next renew finds it not ours.
-    REQUIRE(admin.command({"SET", lock_key(key), "other", "PX", "60000"}).text == "OK");
+    REQUIRE(admin.command({"SET", key_of(key), "other", "PX", "60000"}).text == "OK");
     const double taken = mono_s();
     const run_result r = a.finish(15.0);
     const double after = mono_s() - taken;
@@ -442,15 +458,15 @@ TEST_CASE("cli: renewals that time out stop the child before the validity ends",
     const std::string got_term = dir / "term";
 
     // The child notes the time every 50 ms and carries on after SIGTERM.
-    agent_run a({"run", "-t", "2s", "--grace", "500ms", "-N", url(srv), key, "--", "sh", "-c",
+    agent_run a({"run", "-t", "2s", "--grace", "500ms", "-N", redis_url(srv), key, "--", "sh", "-c",
                  "trap \"echo term >> '" + got_term + "'\" TERM; touch '" + started +
                      "'; while :; do date +%s.%N >> '" + beats + "'; sleep 0.05; done"},
                 {});
     REQUIRE(wait_for([&] { return file_exists(started); }, 5.0));
-    ::usleep(300000);
+    sleep_ms(300);
     // The node stops answering: no renew succeeds after this instant, so the
     // lock's validity ends at most a ttl (2 s) later.
-    const double paused = real_s();
+    const double paused = wall_s();
     const double paused_mono = mono_s();
     srv.pause();
     const run_result r = a.finish(15.0);
@@ -476,9 +492,9 @@ TEST_CASE("cli: 2 of 5 nodes down still lock; 3 down is 69", "[cli]") {
     strings urls;
     for (int i = 0; i < 5; ++i) {
         servers.push_back(std::make_unique<redis_server>());
-        urls.push_back(url(*servers.back()));
+        urls.push_back(redis_url(*servers.back()));
     }
-    const std::string nodes = join(urls, ",");
+    const std::string nodes = node_list(urls);
     const std::string key = "cli-quorum";
     servers[0]->kill();
     servers[1]->kill();
@@ -531,20 +547,16 @@ TEST_CASE("cli: one hostile node of three does not stop the lock; two do", "[cli
                            "reset",  "big-error", "wrong-type", "ok-then-garbage"};
     struct one {
         std::string mode;
-        std::unique_ptr<process> server;
+        std::unique_ptr<fake_redis> fake;
         std::unique_ptr<agent_run> run;
     };
     std::vector<one> all;
     for (const char* m : modes) {
         one o;
         o.mode = m;
-        o.server = std::make_unique<process>(
-            strings{EDGELOCK_FAKE_REDIS_PATH, m, "--seconds", "60"}, strings{});
-        const std::string port = o.server->read_line(5.0);
-        INFO("fake_redis " << m);
-        REQUIRE(positive(port) > 0);
+        o.fake = std::make_unique<fake_redis>(m, 60);
         const std::string nodes =
-            url(a) + "," + url(b) + ",redis://127.0.0.1:" + port;  // quorum 2 of 3
+            node_list({redis_url(a), redis_url(b), o.fake->url()});  // quorum 2 of 3
         o.run = std::make_unique<agent_run>(
             strings{"run", "-N", nodes, std::string("cli-one-hostile-") + m, "--", "true"},
             strings{});
@@ -558,18 +570,13 @@ TEST_CASE("cli: one hostile node of three does not stop the lock; two do", "[cli
     }
 
     // Two of three hostile: no quorum.
-    process silent({EDGELOCK_FAKE_REDIS_PATH, "silent", "--seconds", "60"}, {});
-    process garbage({EDGELOCK_FAKE_REDIS_PATH, "garbage", "--seconds", "60"}, {});
-    const std::string p1 = silent.read_line(5.0);
-    const std::string p2 = garbage.read_line(5.0);
-    REQUIRE(positive(p1) > 0);
-    REQUIRE(positive(p2) > 0);
-    const strings args{"run",
-                       "-N",
-                       url(a) + ",redis://127.0.0.1:" + p1 + ",redis://127.0.0.1:" + p2,
-                       "cli-two-hostile",
-                       "--",
-                       "true"};
+    fake_redis silent("silent", 60);
+    fake_redis garbage("garbage", 60);
+    REQUIRE(positive(silent.port) > 0);
+    REQUIRE(positive(garbage.port) > 0);
+    const strings args{
+        "run", "-N",  node_list({redis_url(a), silent.url(), garbage.url()}), "cli-two-hostile",
+        "--",  "true"};
     const run_result r = agent(args, {}, 30.0);
     INFO(show(args, r));
     CHECK((r.status == exit_unavailable || r.status == exit_conflict));
@@ -583,9 +590,9 @@ TEST_CASE("cli: fencing tokens keep increasing as nodes die and come back empty"
     strings urls;
     for (int i = 0; i < 3; ++i) {
         servers.push_back(std::make_unique<redis_server>());
-        urls.push_back(url(*servers.back()));
+        urls.push_back(redis_url(*servers.back()));
     }
-    const std::string nodes = join(urls, ",");
+    const std::string nodes = node_list(urls);
     const std::string key = "cli-fencing-failover";
     temp_dir dir;
     auto fenced_run = [&](int i) {
@@ -625,9 +632,9 @@ TEST_CASE("cli: acquire, renew, release and status", "[cli]") {
     for (int i = 0; i < 3; ++i) {
         servers.push_back(std::make_unique<redis_server>());
         admins.push_back(std::make_unique<redis_client>(servers.back()->port()));
-        urls.push_back(url(*servers.back()));
+        urls.push_back(redis_url(*servers.back()));
     }
-    const std::string nodes = join(urls, ",");
+    const std::string nodes = node_list(urls);
     const std::string key = "cli-commands";
 
     const strings acq{"acquire", "-t", "5s", "-N", nodes, key};
@@ -702,9 +709,45 @@ TEST_CASE("cli: acquire, renew, release and status", "[cli]") {
     CHECK(freed.out != held.out);
 }
 
+TEST_CASE("cli bad input: a bad TOKEN leaves a held lock as it was", "[cli][bad-input]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const std::string key = "cli-bad-token";
+    const strings acq{"acquire", "-t", "20s", "-N", redis_url(srv), key};
+    const run_result a = agent(acq);
+    INFO(show(acq, a));
+    REQUIRE(a.status == 0);
+    const std::string token = a.out.substr(0, a.out.find('\n'));
+    REQUIRE(token.size() == 32);
+
+    std::string upper = token;
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    for (const std::string& bad : {token.substr(1), token + "0", "0x" + token.substr(2),
+                                   token.substr(0, 31) + "z", std::string()}) {
+        for (const char* cmd : {"release", "renew"}) {
+            const strings args{cmd, "-t", "60s", "-N", redis_url(srv), key, bad};
+            const run_result r = agent(args);
+            INFO(show(args, r));
+            CHECK(r.status == exit_usage);
+            CHECK(admin.command({"GET", key_of(key)}).text == token);
+            const long long pttl = admin.command({"PTTL", key_of(key)}).integer;
+            CHECK(pttl > 0);
+            CHECK(pttl <= 20000);  // not renewed to 60 s
+        }
+    }
+    // The token in upper case is the same token.
+    const strings rel{"release", "-N", redis_url(srv), key, upper};
+    const run_result r = agent(rel);
+    INFO(show(rel, r));
+    CHECK(r.status == 0);
+    CHECK(admin.command({"EXISTS", key_of(key)}).integer == 0);
+}
+
 TEST_CASE("cli: acquire --fencing prints the fencing token on line 2", "[cli]") {
     redis_server srv;
-    const strings args{"acquire", "--fencing", "-t", "5s", "-N", url(srv), "cli-acquire-fenced"};
+    const strings args{"acquire",      "--fencing",         "-t", "5s", "-N",
+                       redis_url(srv), "cli-acquire-fenced"};
     const run_result r = agent(args);
     INFO(show(args, r));
     REQUIRE(r.status == 0);
@@ -728,7 +771,7 @@ TEST_CASE("cli: durations: ms, s, m, h and bare seconds", "[cli]") {
     };
     for (const row& w : rows) {
         const std::string key = std::string("cli-duration-") + w.ttl;
-        const strings args{"acquire", "-t", w.ttl, "-N", url(srv), key};
+        const strings args{"acquire", "-t", w.ttl, "-N", redis_url(srv), key};
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == 0);
@@ -746,14 +789,14 @@ TEST_CASE("cli: nodes from EDGELOCK_NODES, and -N overrides it", "[cli]") {
     redis_client admin(srv.port());
     {
         const strings args{"acquire", "-t", "5s", "cli-env-nodes"};
-        const run_result r = agent(args, {"EDGELOCK_NODES=" + url(srv)});
+        const run_result r = agent(args, {"EDGELOCK_NODES=" + redis_url(srv)});
         INFO(show(args, r));
         REQUIRE(r.status == 0);
         CHECK(get(admin, "cli-env-nodes") == lines_of(r.out).at(0));
     }
     {
-        const strings args{"run", "-N", url(srv), "cli-env-override", "--", "true"};
-        const run_result r = agent(args, {"EDGELOCK_NODES=" + url(dead)});
+        const strings args{"run", "-N", redis_url(srv), "cli-env-override", "--", "true"};
+        const run_result r = agent(args, {"EDGELOCK_NODES=" + redis_url(dead)});
         INFO(show(args, r));
         CHECK(r.status == 0);
     }
@@ -763,7 +806,7 @@ TEST_CASE("cli: nodes from EDGELOCK_NODES, and -N overrides it", "[cli]") {
 
 TEST_CASE("cli: usage errors are 64 with one line on stderr", "[cli]") {
     redis_server srv;  // so that an agent that does not refuse finds a server
-    const std::string n = url(srv);
+    const std::string n = redis_url(srv);
     struct row {
         const char* what;
         strings args;
@@ -802,6 +845,120 @@ TEST_CASE("cli: usage errors are 64 with one line on stderr", "[cli]") {
     }
 }
 
+TEST_CASE("cli bad input: usage errors are 64, one line, and touch no node", "[cli][bad-input]") {
+    loopback_listener node;
+    REQUIRE(node.fd() >= 0);
+    const std::string n = redis_url(node.port());
+    temp_dir dir;
+    write_file(dir / "long", std::string(2000, 'p'));
+    write_file(dir / "secret-257", std::string(257, 'p') + "\n");
+    ::mkdir((dir / "a-directory").c_str(), 0700);
+    std::string ten = n;
+    for (int i = 1; i < 10; ++i) {
+        ten += "," + n;
+    }
+    const std::string key129(129, 'k');
+    const std::string pw257(257, 'p');
+
+    struct row {
+        const char* what;
+        strings args;
+        strings env;
+    };
+    const std::vector<row> rows = {
+        // Durations.
+        {"ttl above 24h", {"acquire", "-N", n, "-t", "25h", "k"}, {}},
+        {"ttl of 24h and 1ms", {"acquire", "-N", n, "-t", "86400001ms", "k"}, {}},
+        {"ttl eaten by the drift (1ms)", {"acquire", "-N", n, "-t", "1ms", "k"}, {}},
+        {"ttl eaten by the drift (2ms)", {"acquire", "-N", n, "-t", "2ms", "k"}, {}},
+        {"empty duration", {"acquire", "-N", n, "--ttl=", "k"}, {}},
+        {"duration with a space", {"acquire", "-N", n, "-t", "5 s", "k"}, {}},
+        {"duration in upper case", {"acquire", "-N", n, "-t", "5S", "k"}, {}},
+        {"fractional duration", {"acquire", "-N", n, "-t", "1.5s", "k"}, {}},
+        {"unit without a number", {"acquire", "-N", n, "-t", "ms", "k"}, {}},
+        {"duration with a plus sign", {"acquire", "-N", n, "-t", "+5s", "k"}, {}},
+        {"renew-every 0", {"run", "-N", n, "--renew-every", "0", "k", "--", "true"}, {}},
+        {"renew-every past the validity",
+         {"run", "-N", n, "-t", "30s", "--renew-every", "29700ms", "k", "--", "true"},
+         {}},
+        {"bad grace", {"run", "-N", n, "--grace", "5x", "k", "--", "true"}, {}},
+        {"negative grace", {"run", "-N", n, "--grace=-1s", "k", "--", "true"}, {}},
+        {"negative wait", {"acquire", "-N", n, "-w", "-1", "k"}, {}},
+        {"wait overflow", {"acquire", "-N", n, "-w", "99999999h", "k"}, {}},
+        // -E.
+        {"conflict exit code -1", {"acquire", "-N", n, "-E", "-1", "k"}, {}},
+        {"conflict exit code 256", {"acquire", "-N", n, "-E", "256", "k"}, {}},
+        {"conflict exit code abc", {"acquire", "-N", n, "-E", "abc", "k"}, {}},
+        {"conflict exit code 1x", {"acquire", "-N", n, "-E", "1x", "k"}, {}},
+        {"empty conflict exit code", {"acquire", "-N", n, "--conflict-exit-code=", "k"}, {}},
+        // Options without their value.
+        {"-t at the end", {"acquire", "-N", n, "k", "-t"}, {}},
+        {"-N at the end", {"acquire", "k", "-N"}, {}},
+        {"--password-file at the end", {"acquire", "-N", n, "k", "--password-file"}, {}},
+        // Flags given a value.
+        {"--nonblock=no", {"acquire", "-N", n, "--nonblock=no", "k"}, {}},
+        {"--verbose=0", {"acquire", "-N", n, "--verbose=0", "k"}, {}},
+        {"--quiet=no", {"acquire", "-N", n, "--quiet=no", "k"}, {}},
+        {"--fencing=no", {"acquire", "-N", n, "--fencing=no", "k"}, {}},
+        {"-vq", {"acquire", "-N", n, "-vq", "k"}, {}},
+        {"-nv", {"acquire", "-N", n, "-nv", "k"}, {}},
+        // KEY, nodes.
+        {"KEY of 129 bytes", {"acquire", "-N", n, key129}, {}},
+        {"10 nodes", {"acquire", "-N", ten, "k"}, {}},
+        {"an empty node between two", {"acquire", "-N", n + ",," + n, "k"}, {}},
+        {"a trailing comma", {"acquire", "-N", n + ",", "k"}, {}},
+        {"a bad URL after a good one", {"acquire", "-N", n + ",redis://127.0.0.1:0", "k"}, {}},
+        {"a user without a password", {"acquire", "-N", redis_url(node.port(), "gw"), "k"}, {}},
+        {"db out of range", {"acquire", "-N", n + "/2147483648", "k"}, {}},
+        {"relative unix path", {"acquire", "-N", "unix://tmp/redis.sock", "k"}, {}},
+        // TOKEN.
+        {"TOKEN of 31 hex digits", {"release", "-N", n, "k", std::string(31, 'a')}, {}},
+        {"TOKEN of 33 hex digits", {"renew", "-N", n, "k", std::string(33, 'a')}, {}},
+        {"TOKEN of 32 non-hex bytes", {"renew", "-N", n, "k", std::string(32, 'g')}, {}},
+        {"TOKEN with a 0x prefix", {"release", "-N", n, "k", "0x" + std::string(30, 'a')}, {}},
+        {"empty TOKEN", {"release", "-N", n, "k", ""}, {}},
+        // Operands.
+        {"acquire with an extra operand", {"acquire", "-N", n, "k", "extra"}, {}},
+        {"status with an extra operand", {"status", "-N", n, "k", "extra"}, {}},
+        {"renew with an extra operand", {"renew", "-N", n, "k", valid_token, "extra"}, {}},
+        {"acquire with a command", {"acquire", "-N", n, "k", "--", "true"}, {}},
+        // Passwords.
+        {"a missing password file", {"acquire", "-N", n, "--password-file", dir / "none", "k"}, {}},
+        {"a directory as password file",
+         {"acquire", "-N", n, "--password-file", dir / "a-directory", "k"},
+         {}},
+        {"a password file over 1 KiB",
+         {"acquire", "-N", n, "--password-file", dir / "long", "k"},
+         {}},
+        {"a password of 257 bytes from a file",
+         {"acquire", "-N", n, "--password-file", dir / "secret-257", "k"},
+         {}},
+        // The environment.
+        {"EDGELOCK_NODES with an empty node", {"acquire", "k"}, {"EDGELOCK_NODES=" + n + ",," + n}},
+        {"EDGELOCK_NODES of a comma", {"acquire", "k"}, {"EDGELOCK_NODES=,"}},
+        {"EDGELOCK_NODES not a URL", {"acquire", "k"}, {"EDGELOCK_NODES=127.0.0.1:6379"}},
+        {"EDGELOCK_NODES of 10 nodes", {"acquire", "k"}, {"EDGELOCK_NODES=" + ten}},
+        {"EDGELOCK_NODES with TLS", {"acquire", "k"}, {"EDGELOCK_NODES=rediss://127.0.0.1:1"}},
+        {"REDISCLI_AUTH of 257 bytes", {"acquire", "-N", n, "k"}, {"REDISCLI_AUTH=" + pw257}},
+    };
+    for (const row& w : rows) {
+        const run_result r = agent(w.args, w.env);
+        INFO(w.what << "\n" << show(w.args, r));
+        CHECK(r.status == exit_usage);
+        CHECK(one_line(r.err));
+        CHECK(r.out.empty());
+        CHECK(r.seconds < 5.0);
+        CHECK(node.accepted() == 0);
+    }
+
+    // The same values, valid: the agent does go to the node (and finds it mute).
+    const strings args{"release", "-N", n, "k", valid_token};
+    const run_result r = agent(args);
+    INFO(show(args, r));
+    CHECK(r.status == exit_unavailable);
+    CHECK(node.accepted() > 0);
+}
+
 TEST_CASE("cli: -h prints the usage, -V the version", "[cli]") {
     for (const char* h : {"-h", "--help"}) {
         const strings args{h};
@@ -830,22 +987,22 @@ TEST_CASE("cli: passwords from --password-file and REDISCLI_AUTH", "[cli]") {
     write_file(dir / "wrong", "wrong\n");
 
     {
-        const strings args{"acquire",  "-t", "5s",     "--password-file",
-                           dir / "pw", "-N", url(srv), "cli-pw-file"};
+        const strings args{"acquire",  "-t", "5s",           "--password-file",
+                           dir / "pw", "-N", redis_url(srv), "cli-pw-file"};
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == 0);
         CHECK(r.out.size() == 33);
     }
     {
-        const strings args{"acquire",          "-t", "5s",     "--password-file",
-                           dir / "pw-newline", "-N", url(srv), "cli-pw-file-newline"};
+        const strings args{"acquire",          "-t", "5s",           "--password-file",
+                           dir / "pw-newline", "-N", redis_url(srv), "cli-pw-file-newline"};
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == 0);
     }
     {
-        const strings args{"run", "-N", url(srv), "cli-pw-env", "--", "true"};
+        const strings args{"run", "-N", redis_url(srv), "cli-pw-env", "--", "true"};
         const run_result r = agent(args, {"REDISCLI_AUTH=pw"});
         INFO(show(args, r));
         CHECK(r.status == 0);
@@ -856,8 +1013,8 @@ TEST_CASE("cli: passwords from --password-file and REDISCLI_AUTH", "[cli]") {
     };
     const std::vector<row> refused = {
         {"wrong password",
-         {"acquire", "--password-file", dir / "wrong", "-N", url(srv), "cli-pw-wrong"}},
-        {"no password", {"acquire", "-N", url(srv), "cli-pw-none"}},
+         {"acquire", "--password-file", dir / "wrong", "-N", redis_url(srv), "cli-pw-wrong"}},
+        {"no password", {"acquire", "-N", redis_url(srv), "cli-pw-none"}},
     };
     for (const row& w : refused) {
         const run_result r = agent(w.args);
@@ -877,7 +1034,7 @@ TEST_CASE("cli: hostile servers: 69 or 1, in bounded time, never a crash", "[cli
                            "no-cr",   "big-error",   "wrong-type",      "ok-then-garbage"};
     struct one {
         std::string mode;
-        std::unique_ptr<process> server;
+        std::unique_ptr<fake_redis> fake;
         std::unique_ptr<agent_run> acquire;
         std::unique_ptr<agent_run> run;
     };
@@ -887,12 +1044,8 @@ TEST_CASE("cli: hostile servers: 69 or 1, in bounded time, never a crash", "[cli
     for (const char* m : modes) {
         one o;
         o.mode = m;
-        o.server = std::make_unique<process>(
-            strings{EDGELOCK_FAKE_REDIS_PATH, m, "--seconds", "60"}, strings{});
-        const std::string port = o.server->read_line(5.0);
-        INFO("fake_redis " << m);
-        REQUIRE(positive(port) > 0);
-        const std::string node = "redis://127.0.0.1:" + port;
+        o.fake = std::make_unique<fake_redis>(m, 60);
+        const std::string node = o.fake->url();
         o.acquire = std::make_unique<agent_run>(
             strings{"acquire", "-N", node, std::string("cli-hostile-") + m}, strings{});
         o.run = std::make_unique<agent_run>(
@@ -911,7 +1064,136 @@ TEST_CASE("cli: hostile servers: 69 or 1, in bounded time, never a crash", "[cli
         CHECK(a.out.empty());
         CHECK(a.seconds < 10.0);
         CHECK(r.seconds < 10.0);
-        CHECK(o.server->running());  // the fake itself survived the agent
-        o.server->kill_group(SIGKILL);
+        CHECK(o.fake->server->running());  // the fake itself survived the agent
+        o.fake->server->kill_group(SIGKILL);
     }
+}
+
+TEST_CASE("cli bad input: random bytes and 2^63 lengths: 69 or 1, nothing acquired",
+          "[cli][bad-input]") {
+    temp_dir dir;
+    for (const char* mode : {"random", "length-2-63"}) {
+        fake_redis f(mode);
+        const std::string ran = dir / (std::string("ran-") + mode);
+        const std::string key = std::string("cli-bad-") + mode;
+        std::vector<std::unique_ptr<agent_run>> runs;
+        runs.push_back(
+            std::make_unique<agent_run>(strings{"acquire", "-N", f.url(), key}, strings{}));
+        runs.push_back(std::make_unique<agent_run>(
+            strings{"run", "-N", f.url(), key, "--", "touch", ran}, strings{}));
+        runs.push_back(std::make_unique<agent_run>(
+            strings{"run", "-w", "2s", "-N", f.url(), key, "--", "touch", ran}, strings{}));
+        runs.push_back(std::make_unique<agent_run>(
+            strings{"renew", "-N", f.url(), key, valid_token}, strings{}));
+        runs.push_back(std::make_unique<agent_run>(
+            strings{"release", "-N", f.url(), key, valid_token}, strings{}));
+        for (auto& a : runs) {
+            const run_result r = a->finish();
+            check_not_acquired(a->args, r, mode);
+            CHECK(r.out.empty());
+        }
+        const strings st{"status", "-N", f.url(), key};
+        const run_result s = agent(st);
+        INFO(show(st, s));
+        CHECK(s.status == exit_unavailable);
+        CHECK_FALSE(contains(s.out, "held"));
+        CHECK(s.seconds < 10.0);
+        CHECK_FALSE(file_exists(ran));  // the command never ran
+        CHECK(f.server->running());     // and the fake survived its clients
+    }
+}
+
+TEST_CASE("cli bad input: no hostile server lets a command run or reports a lock held",
+          "[cli][bad-input]") {
+    temp_dir dir;
+    std::vector<std::unique_ptr<fake_redis>> fakes;
+    for (const char* m : all_modes) {
+        fakes.push_back(std::make_unique<fake_redis>(m));
+    }
+    // Two waves, so that 14 slow modes wait on the agents' timeouts side by side
+    // without 56 agents at once.
+    struct one {
+        std::string mode;
+        std::unique_ptr<agent_run> first;
+        std::unique_ptr<agent_run> second;
+    };
+    std::vector<one> all;
+    for (const auto& f : fakes) {
+        const std::string key = "cli-bad-all-" + f->mode;
+        one o;
+        o.mode = f->mode;
+        o.first = std::make_unique<agent_run>(
+            strings{"run", "-N", f->url(), key, "--", "touch", dir / f->mode}, strings{});
+        o.second = std::make_unique<agent_run>(strings{"status", "-N", f->url(), key}, strings{});
+        all.push_back(std::move(o));
+    }
+    for (one& o : all) {
+        const run_result r = o.first->finish();
+        check_not_acquired(o.first->args, r, o.mode);
+        const run_result s = o.second->finish();
+        INFO("fake_redis " << o.mode << "\n" << show(o.second->args, s));
+        CHECK(s.status == exit_unavailable);
+        CHECK_FALSE(contains(s.out, "held"));
+        CHECK(s.seconds < 10.0);
+        CHECK_FALSE(file_exists(dir / o.mode));
+    }
+    all.clear();
+    for (const auto& f : fakes) {
+        const std::string key = "cli-bad-all-" + f->mode;
+        one o;
+        o.mode = f->mode;
+        o.first = std::make_unique<agent_run>(
+            strings{"renew", "-t", "10s", "-N", f->url(), key, valid_token}, strings{});
+        o.second = std::make_unique<agent_run>(strings{"release", "-N", f->url(), key, valid_token},
+                                               strings{});
+        all.push_back(std::move(o));
+    }
+    for (one& o : all) {
+        check_not_acquired(o.first->args, o.first->finish(), o.mode);
+        check_not_acquired(o.second->args, o.second->finish(), o.mode);
+    }
+    for (const auto& f : fakes) {
+        INFO("fake_redis " << f->mode);
+        CHECK(f->server->running());
+    }
+}
+
+TEST_CASE("cli bad input: random and 2^63 nodes among real ones", "[cli][bad-input]") {
+    redis_server a;
+    redis_server b;
+    redis_client admin(a.port());
+    fake_redis random("random");
+    fake_redis huge("length-2-63");
+    temp_dir dir;
+
+    // One hostile node of three: the quorum of two real ones holds the lock.
+    for (const fake_redis* f : {&random, &huge}) {
+        const std::string ran = dir / ("one-" + f->mode);
+        const strings args{"run",
+                           "-N",
+                           node_list({redis_url(a), redis_url(b), f->url()}),
+                           "cli-bad-one-" + f->mode,
+                           "--",
+                           "touch",
+                           ran};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == 0);
+        CHECK(r.seconds < 5.0);
+        CHECK(file_exists(ran));
+    }
+
+    // Two of three: no quorum, the command never runs, the real node is left clean.
+    const std::string ran = dir / "two";
+    const strings args{
+        "run",   "-N", node_list({redis_url(a), random.url(), huge.url()}), "cli-bad-two", "--",
+        "touch", ran};
+    const run_result r = agent(args, {}, 30.0);
+    INFO(show(args, r));
+    CHECK((r.status == exit_unavailable || r.status == exit_conflict));
+    CHECK(r.seconds < 10.0);
+    CHECK_FALSE(file_exists(ran));
+    CHECK(admin.command({"EXISTS", key_of("cli-bad-two")}).integer == 0);
+    CHECK(random.server->running());
+    CHECK(huge.server->running());
 }

@@ -9,13 +9,17 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/agent_helpers.hpp"
 #include "cli/cli_helpers.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
+#include "tools/files.hpp"
+#include "tools/lock_key.hpp"
+#include "tools/proc.hpp"
+#include "tools/url.hpp"
 
 using edgelock_test::agent;
 using edgelock_test::agent_run;
@@ -25,8 +29,8 @@ using edgelock_test::exit_conflict;
 using edgelock_test::exit_lost;
 using edgelock_test::exit_unavailable;
 using edgelock_test::file_exists;
+using edgelock_test::key_of;
 using edgelock_test::lock_exists;
-using edgelock_test::lock_key;
 using edgelock_test::mono_s;
 using edgelock_test::pid_in;
 using edgelock_test::process;
@@ -35,10 +39,11 @@ using edgelock_test::read_file;
 using edgelock_test::reaper;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
+using edgelock_test::redis_url;
 using edgelock_test::run_result;
 using edgelock_test::show;
+using edgelock_test::sleep_ms;
 using edgelock_test::temp_dir;
-using edgelock_test::url;
 using edgelock_test::wait_for;
 
 TEST_CASE("cli job: a lost lock stops the command's grandchildren too", "[cli]") {
@@ -50,8 +55,8 @@ TEST_CASE("cli job: a lost lock stops the command's grandchildren too", "[cli]")
     // The outer sh waits for an inner one that would write inside the next
     // holder's section.
     agent_run a(
-        {"run", "--ttl", "2s", "--grace", "500ms", "-N", url(srv), "safety-group", "--", "sh", "-c",
-         "sh -c 'echo $$ > " + inner_pid + "; sleep 4; echo late >> " + late + "'; true"},
+        {"run", "--ttl", "2s", "--grace", "500ms", "-N", redis_url(srv), "safety-group", "--", "sh",
+         "-c", "sh -c 'echo $$ > " + inner_pid + "; sleep 4; echo late >> " + late + "'; true"},
         {});
     const pid_t inner = pid_in(inner_pid);
     r.pids.push_back(inner);
@@ -63,7 +68,7 @@ TEST_CASE("cli job: a lost lock stops the command's grandchildren too", "[cli]")
     INFO(show(a.args, res));
     CHECK(res.status == exit_lost);
     CHECK_FALSE(inner_alive);  // nothing of the group runs once the agent exits 75
-    ::usleep(200000);
+    sleep_ms(200);
     CHECK_FALSE(file_exists(late));
 }
 
@@ -76,7 +81,7 @@ TEST_CASE("cli job: the lock is held until what the command left behind has ende
     const std::string done = dir / "done";
     // The leader exits at once, leaving a background process in its group.
     agent_run a(
-        {"run", "-N", url(srv), "job-leftover", "--", "sh", "-c",
+        {"run", "-N", redis_url(srv), "job-leftover", "--", "sh", "-c",
          "(echo $(sh -c 'echo $PPID') > " + bg_pid + "; sleep 1; touch " + done + ") & exit 3"},
         {});
     const pid_t bg = pid_in(bg_pid);
@@ -97,7 +102,7 @@ TEST_CASE("cli job: a signal to the agent reaches every process of the group", "
     reaper r;
     const std::string marks = dir / "marks";
     const std::string inner_pid = dir / "inner.pid";
-    agent_run a({"run", "-N", url(srv), "safety-forward", "--", "sh", "-c",
+    agent_run a({"run", "-N", redis_url(srv), "safety-forward", "--", "sh", "-c",
                  "trap 'echo outer >> " + marks + "' TERM; sh -c 'trap \"echo inner >> " + marks +
                      "; exit 0\" TERM; echo $$ > " + inner_pid +
                      "; while :; do sleep 0.05; done' & wait; wait"},
@@ -105,7 +110,7 @@ TEST_CASE("cli job: a signal to the agent reaches every process of the group", "
     const pid_t inner = pid_in(inner_pid);
     r.pids.push_back(inner);
     REQUIRE(inner > 0);
-    ::usleep(100000);  // the inner trap is set before its pid is written; let the outer's be too
+    sleep_ms(100);  // the inner trap is set before its pid is written; let the outer's be too
     a.proc.signal(SIGTERM);  // the agent alone
     const run_result res = a.finish(10.0);
     INFO(show(a.args, res) << "\nmarks: " << read_file(marks));
@@ -125,7 +130,7 @@ TEST_CASE("cli job: QUIT, USR1, USR2 and ALRM are forwarded, not fatal to the ag
     const row rows[] = {{SIGQUIT, "QUIT"}, {SIGUSR1, "USR1"}, {SIGUSR2, "USR2"}, {SIGALRM, "ALRM"}};
     for (const row& w : rows) {
         const std::string started = dir / (std::string("started-") + w.name);
-        agent_run a({"run", "-N", url(srv), "safety-signals", "--", "sh", "-c",
+        agent_run a({"run", "-N", redis_url(srv), "safety-signals", "--", "sh", "-c",
                      std::string("trap 'exit 7' ") + w.name + "; touch '" + started +
                          "'; while :; do sleep 0.05; done"},
                     {});
@@ -147,12 +152,12 @@ TEST_CASE("cli job: a reader that goes away does not kill the agent (SIGPIPE)", 
     // -v says something at every renewal (ttl 1 s: every 333 ms); head
     // leaves after the first line, so the next message meets a closed pipe.
     const std::string script = "{ '" + std::string(EDGELOCK_CLI_PATH) + "' run -v -t 1s -N " +
-                               url(srv) + " safety-pipe -- sh -c 'sleep 2.5; touch " + done +
+                               redis_url(srv) + " safety-pipe -- sh -c 'sleep 2.5; touch " + done +
                                "' 2>&1 >/dev/null; echo $? > " + status + "; } | head -n 1";
     process p({"/bin/sh", "-c", script}, {});
     // Well past the ttl: the lock must still be held, renewed by the agent.
-    ::usleep(1800000);
-    const run_result other = agent({"run", "-N", url(srv), "safety-pipe", "--", "true"});
+    sleep_ms(1800);
+    const run_result other = agent({"run", "-N", redis_url(srv), "safety-pipe", "--", "true"});
     const run_result res = p.finish(15.0);
     INFO("pipeline: " << res.out << res.err << "\nother: " << show({"run"}, other));
     CHECK(other.status == exit_conflict);
@@ -166,7 +171,7 @@ TEST_CASE("cli job: kill -9 of the agent takes the command with it", "[cli]") {
     temp_dir dir;
     reaper r;
     const std::string leader_pid = dir / "leader.pid";
-    agent_run a({"run", "-N", url(srv), "safety-kill9", "--", "sh", "-c",
+    agent_run a({"run", "-N", redis_url(srv), "safety-kill9", "--", "sh", "-c",
                  "echo $$ > " + leader_pid + "; while :; do sleep 0.05; done"},
                 {});
     const pid_t leader = pid_in(leader_pid);
@@ -187,7 +192,7 @@ TEST_CASE("cli job: a process that left the group (setsid) is still covered by t
     const std::string done = dir / "done";
     // setsid(1) forks when its caller leads a group, and its parent, the
     // command's leader, exits at once: the lock must cover the escaped child.
-    agent_run a({"run", "-N", url(srv), "job-setsid", "--", "setsid", "sh", "-c",
+    agent_run a({"run", "-N", redis_url(srv), "job-setsid", "--", "setsid", "sh", "-c",
                  "echo $$ > " + escaped_pid + "; sleep 1; touch " + done},
                 {});
     const pid_t escaped = pid_in(escaped_pid);
@@ -210,8 +215,8 @@ TEST_CASE("cli job: a lost lock stops a process that left the group too", "[cli]
     // The outer sh waits for a child in a session of its own: when the lock
     // is lost the group's SIGTERM ends the outer sh, and the child, now the
     // agent's, gets its SIGKILL.
-    agent_run a({"run", "--ttl", "2s", "--grace", "500ms", "-N", url(srv), "job-setsid-lost", "--",
-                 "sh", "-c",
+    agent_run a({"run", "--ttl", "2s", "--grace", "500ms", "-N", redis_url(srv), "job-setsid-lost",
+                 "--", "sh", "-c",
                  "setsid sh -c 'trap \"\" TERM; echo $$ > " + escaped_pid +
                      "; while :; do sleep 0.05; done' & wait"},
                 {});
@@ -235,7 +240,7 @@ TEST_CASE("cli job: a stopped command still hears a forwarded SIGTERM", "[cli]")
     const std::string leader_pid = dir / "leader.pid";
     // Stopped by someone (SIGSTOP): a SIGTERM left pending would keep it,
     // and the lock, forever; the agent continues it after forwarding.
-    agent_run a({"run", "-N", url(srv), "job-stopped", "--", "sh", "-c",
+    agent_run a({"run", "-N", redis_url(srv), "job-stopped", "--", "sh", "-c",
                  "trap 'exit 5' TERM; echo $$ > " + leader_pid +
                      "; kill -STOP $$; while :; do sleep 0.05; done"},
                 {});
@@ -261,10 +266,10 @@ TEST_CASE("cli job: the command reads the terminal even when stdin is not it", "
     // script(1) gives the agent a controlling terminal; stdin is /dev/null,
     // and the command reads the terminal itself, as a password prompt does.
     const std::string inner = dir / "inner.sh";
-    edgelock_test::write_file(inner,
-                              "exec '" + std::string(EDGELOCK_CLI_PATH) + "' run -N " + url(srv) +
-                                  " job-tty -- sh -c 'read x < /dev/tty; echo \"got $x\" > " + out +
-                                  "' < /dev/null\n");
+    edgelock_test::write_file(
+        inner, "exec '" + std::string(EDGELOCK_CLI_PATH) + "' run -N " + redis_url(srv) +
+                   " job-tty -- sh -c 'read x < /dev/tty; echo \"got $x\" > " + out +
+                   "' < /dev/null\n");
     process p({"/bin/sh", "-c",
                "sleep 0.5; printf 'hello\\n' | script -qec 'sh " + inner + "' /dev/null"},
               {});

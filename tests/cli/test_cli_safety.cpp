@@ -7,13 +7,16 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/agent_helpers.hpp"
 #include "cli/cli_helpers.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
+#include "tools/files.hpp"
+#include "tools/lock_key.hpp"
+#include "tools/url.hpp"
 
 using edgelock_test::agent;
 using edgelock_test::agent_run;
@@ -23,9 +26,10 @@ using edgelock_test::exit_conflict;
 using edgelock_test::exit_lost;
 using edgelock_test::exit_unavailable;
 using edgelock_test::file_exists;
+using edgelock_test::key_of;
 using edgelock_test::lock_exists;
-using edgelock_test::lock_key;
 using edgelock_test::mono_s;
+using edgelock_test::node_list;
 using edgelock_test::pid_in;
 using edgelock_test::process;
 using edgelock_test::process_state;
@@ -33,11 +37,13 @@ using edgelock_test::read_file;
 using edgelock_test::reaper;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
+using edgelock_test::redis_url;
 using edgelock_test::run_result;
 using edgelock_test::show;
+using edgelock_test::sleep_ms;
 using edgelock_test::temp_dir;
-using edgelock_test::url;
 using edgelock_test::wait_for;
+using edgelock_test::write_file;
 
 TEST_CASE("cli safety: a key deleted under the command makes run exit 75", "[cli]") {
     redis_server srv;
@@ -47,12 +53,12 @@ TEST_CASE("cli safety: a key deleted under the command makes run exit 75", "[cli
     const std::string go = dir / "go";
     // ttl 30 s: no renewal comes before the command ends; only the release
     // can find the key gone.
-    agent_run a({"run", "-N", url(srv), "safety-deleted", "--", "sh", "-c",
+    agent_run a({"run", "-N", redis_url(srv), "safety-deleted", "--", "sh", "-c",
                  "touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.02; done"},
                 {});
     REQUIRE(wait_for([&] { return file_exists(started); }, 5.0));
-    REQUIRE(admin.command({"DEL", lock_key("safety-deleted")}).integer == 1);
-    std::ofstream(go).put('\n');
+    REQUIRE(admin.command({"DEL", key_of("safety-deleted")}).integer == 1);
+    write_file(go, "\n");
     const run_result res = a.finish(10.0);
     INFO(show(a.args, res));
     CHECK(res.status == exit_lost);
@@ -65,7 +71,7 @@ TEST_CASE("cli safety: a key evicted under memory pressure makes run exit 75", "
     temp_dir dir;
     const std::string started = dir / "started";
     const std::string go = dir / "go";
-    agent_run a({"run", "-N", url(srv), "safety-evicted", "--", "sh", "-c",
+    agent_run a({"run", "-N", redis_url(srv), "safety-evicted", "--", "sh", "-c",
                  "touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.02; done"},
                 {});
     REQUIRE(wait_for([&] { return file_exists(started); }, 5.0));
@@ -76,26 +82,27 @@ TEST_CASE("cli safety: a key evicted under memory pressure makes run exit 75", "
     }
     INFO("filler writes: " << writes);
     REQUIRE(lock_exists(admin, "safety-evicted") == 0);
-    std::ofstream(go).put('\n');
+    write_file(go, "\n");
     const run_result res = a.finish(10.0);
     INFO(show(a.args, res));
     CHECK(res.status == exit_lost);
     CHECK(contains(res.err, "no longer held"));
     // Said at set-up, before the command ran.
-    CHECK(contains(res.err, "warning: node " + url(srv) + ": maxmemory-policy allkeys-lru"));
+    CHECK(contains(res.err, "warning: node " + redis_url(srv) + ": maxmemory-policy allkeys-lru"));
 }
 
 TEST_CASE("cli safety: an evicting maxmemory-policy is a warning, silenced by -q", "[cli]") {
     redis_server srv({"--maxmemory", "100mb", "--maxmemory-policy", "volatile-ttl"});
-    const run_result loud = agent({"run", "-N", url(srv), "safety-warn", "--", "true"});
+    const run_result loud = agent({"run", "-N", redis_url(srv), "safety-warn", "--", "true"});
     INFO(show({"run"}, loud));
     CHECK(loud.status == 0);
     CHECK(contains(loud.err, "maxmemory-policy volatile-ttl"));
-    const run_result quiet = agent({"run", "-q", "-N", url(srv), "safety-warn", "--", "true"});
+    const run_result quiet =
+        agent({"run", "-q", "-N", redis_url(srv), "safety-warn", "--", "true"});
     CHECK(quiet.status == 0);
     CHECK(quiet.err.empty());
     redis_server safe({"--maxmemory", "100mb", "--maxmemory-policy", "noeviction"});
-    const run_result fine = agent({"run", "-N", url(safe), "safety-warn", "--", "true"});
+    const run_result fine = agent({"run", "-N", redis_url(safe), "safety-warn", "--", "true"});
     CHECK(fine.status == 0);
     CHECK(fine.err.empty());
 }
@@ -103,21 +110,22 @@ TEST_CASE("cli safety: an evicting maxmemory-policy is a warning, silenced by -q
 TEST_CASE("cli safety: a replica is refused with its reason (69)", "[cli]") {
     redis_server master;
     redis_server replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
-    const run_result res = agent({"run", "-N", url(replica), "safety-replica", "--", "true"});
+    const run_result res = agent({"run", "-N", redis_url(replica), "safety-replica", "--", "true"});
     INFO(show({"run"}, res));
     CHECK(res.status == exit_unavailable);
-    CHECK(contains(res.err, "node " + url(replica) + ": a replica"));
+    CHECK(contains(res.err, "node " + redis_url(replica) + ": a replica"));
 }
 
 TEST_CASE("cli safety: a server's error reply to the lock request reaches stderr", "[cli]") {
     redis_server srv;
     redis_client admin(srv.port());
     // A hash where the plain lock's string belongs: the script fails with WRONGTYPE.
-    REQUIRE(admin.command({"HSET", lock_key("safety-wrongtype"), "f", "v"}).integer == 1);
-    const run_result res = agent({"run", "-N", url(srv), "safety-wrongtype", "--", "true"});
+    REQUIRE(admin.command({"HSET", key_of("safety-wrongtype"), "f", "v"}).integer == 1);
+    const run_result res = agent({"run", "-N", redis_url(srv), "safety-wrongtype", "--", "true"});
     INFO(show({"run"}, res));
     CHECK(res.status == exit_unavailable);
-    CHECK(contains(res.err, "node " + url(srv) + ": the server refused the request: WRONGTYPE"));
+    CHECK(contains(res.err,
+                   "node " + redis_url(srv) + ": the server refused the request: WRONGTYPE"));
 
     SECTION("one of three nodes refusing, one busy, one free: exit 1 and the refusal") {
         // The refusal decides the round (one yes, one busy), so it is in
@@ -126,22 +134,23 @@ TEST_CASE("cli safety: a server's error reply to the lock request reaches stderr
         redis_server c;
         redis_client admin_b(b.port());
         REQUIRE(
-            admin_b.command({"SET", lock_key("safety-wrongtype"), "someone", "PX", "60000"}).text ==
+            admin_b.command({"SET", key_of("safety-wrongtype"), "someone", "PX", "60000"}).text ==
             "OK");
-        const run_result mixed = agent({"run", "-N", url(srv) + "," + url(b) + "," + url(c),
-                                        "safety-wrongtype", "--", "true"});
+        const run_result mixed =
+            agent({"run", "-N", node_list({redis_url(srv), redis_url(b), redis_url(c)}),
+                   "safety-wrongtype", "--", "true"});
         INFO(show({"run", "3 nodes"}, mixed));
         CHECK(mixed.status == exit_conflict);
         CHECK(contains(mixed.err,
-                       "node " + url(srv) + ": the server refused the request: WRONGTYPE"));
+                       "node " + redis_url(srv) + ": the server refused the request: WRONGTYPE"));
     }
 }
 
 TEST_CASE("cli safety: the command's environment carries no password", "[cli]") {
     const std::string secret = "s3cret-Pw-4711";
     redis_server srv({"--requirepass", secret});
-    const std::string plain = "redis://127.0.0.1:" + std::to_string(srv.port());
-    const std::string with_pw = "redis://:" + secret + "@127.0.0.1:" + std::to_string(srv.port());
+    const std::string plain = redis_url(srv);
+    const std::string with_pw = redis_url(srv, ":" + secret);
 
     SECTION("REDISCLI_AUTH") {
         const run_result res =
@@ -182,16 +191,16 @@ TEST_CASE("cli safety: a node silent at the release does not count as the key go
     temp_dir dir;
     const std::string started = dir / "started";
     const std::string go = dir / "go";
-    const std::string nodes = url(a) + "," + url(b) + "," + url(c);
+    const std::string nodes = node_list({redis_url(a), redis_url(b), redis_url(c)});
     agent_run run({"run", "-N", nodes, "safety-silent", "--", "sh", "-c",
                    "touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.02; done"},
                   {});
     REQUIRE(wait_for([&] { return file_exists(started); }, 5.0));
     // Gone from c, still held on a; b says nothing: no quorum is known to
     // have lost the key.
-    REQUIRE(admin_c.command({"DEL", lock_key("safety-silent")}).integer == 1);
+    REQUIRE(admin_c.command({"DEL", key_of("safety-silent")}).integer == 1);
     b.pause();
-    std::ofstream(go).put('\n');
+    write_file(go, "\n");
     const run_result res = run.finish(10.0);
     b.resume();
     INFO(show(run.args, res));

@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -29,16 +28,30 @@
 #include "edgelock/client.hpp"
 #include "edgelock/port.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
+#include "tools/hex.hpp"
+#include "tools/lock_key.hpp"
+#include "tools/net.hpp"
+#include "tools/proc.hpp"
+#include "tools/url.hpp"
 
 #ifndef EDGELOCK_FAULT_PROXY_PATH
 #error "build with -DEDGELOCK_FAULT_PROXY_PATH=\"/path/to/fault_proxy\""
 #endif
 
+using edgelock_test::alive;
+using edgelock_test::free_port;
+using edgelock_test::hex;
+using edgelock_test::key_of;
 using edgelock_test::mono_s;
 using edgelock_test::process;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
+using edgelock_test::redis_url;
 using edgelock_test::run_result;
+using edgelock_test::sleep_us;
+using edgelock_test::wait_fd;
+using edgelock_test::wait_for;
 
 namespace {
 
@@ -174,22 +187,7 @@ public:
     }
 
 private:
-    bool wait(short events, double deadline) {
-        for (;;) {
-            const double left = deadline - mono_s();
-            if (left <= 0) {
-                return false;
-            }
-            pollfd p{fd_, events, 0};
-            const int r = ::poll(&p, 1, static_cast<int>(left * 1000) + 1);
-            if (r > 0) {
-                return true;
-            }
-            if (r < 0 && errno != EINTR) {
-                return false;
-            }
-        }
-    }
+    bool wait(short events, double deadline) { return wait_fd(fd_, events, deadline); }
 
     ending fill(double deadline) {
         for (;;) {
@@ -249,21 +247,6 @@ std::string mode_of(const std::string& status) {
                                    : status.substr(at + 6, status.find(' ', at + 6) - at - 6);
 }
 
-// Polls cond every 10 ms until it holds or timeout_s passed.
-template <typename F>
-bool eventually(F cond, double timeout_s) {
-    const double deadline = mono_s() + timeout_s;
-    for (;;) {
-        if (cond()) {
-            return true;
-        }
-        if (mono_s() >= deadline) {
-            return false;
-        }
-        ::usleep(10000);
-    }
-}
-
 // A client connected through the proxy, checked to work.
 void ping_ok(tcp& c) {
     REQUIRE(c.error() == 0);
@@ -297,16 +280,6 @@ std::string incr_replies(int from, int to) {
         s += ":" + std::to_string(i) + "\r\n";
     }
     return s;
-}
-
-bool process_gone(pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) {
-        return true;
-    }
-    const std::size_t paren = line.rfind(')');
-    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
 }
 
 }  // namespace
@@ -399,7 +372,7 @@ TEST_CASE("proxy: jittered delay keeps the order of chunks", "[proxy]") {
     const double t0 = mono_s();
     for (int i = 0; i < n; ++i) {
         c.send(resp({"INCR", "counter"}));
-        ::usleep(300);
+        sleep_us(300);
     }
     const std::string want = incr_replies(1, n);
     CHECK(c.read_n(want.size(), 8.0) == want);
@@ -580,7 +553,7 @@ TEST_CASE("proxy: status counts connections and bytes", "[proxy]") {
     }
     // Both clients closed: the proxy closes their upstream side too.
     std::string st;
-    CHECK(eventually(
+    CHECK(wait_for(
         [&] {
             st = ctl("status");
             return field(st, "conns") == 0;
@@ -590,7 +563,7 @@ TEST_CASE("proxy: status counts connections and bytes", "[proxy]") {
     CHECK(field(st, "bytes_up") == 28);
     CHECK(field(st, "bytes_down") == 14);
     redis_client admin(srv.port());
-    CHECK(eventually(
+    CHECK(wait_for(
         [&] {
             // Only admin's own connection is left on the server.
             const std::string list = admin.command({"CLIENT", "LIST"}).text;
@@ -662,12 +635,7 @@ TEST_CASE("proxy: bad commands answer ERR and change nothing", "[proxy]") {
 
 TEST_CASE("proxy: upstream failures and closes reach the client", "[proxy]") {
     SECTION("nothing listens at the target: the client is reset") {
-        std::uint16_t dead_port = 0;
-        {
-            redis_server gone;
-            dead_port = gone.port();
-        }
-        proxy_proc p("127.0.0.1:" + std::to_string(dead_port));
+        proxy_proc p("127.0.0.1:" + std::to_string(free_port()));
         tcp c(p.port);
         check_cut(c);
     }
@@ -781,9 +749,9 @@ TEST_CASE("proxy: it exits 0 by itself, on quit, on SIGTERM, with its parent", "
         }
         REQUIRE(pid > 0);
         REQUIRE(ports);
-        CHECK_FALSE(process_gone(static_cast<pid_t>(pid)));
+        CHECK(alive(static_cast<pid_t>(pid)));
         sh.signal(SIGKILL);
-        CHECK(eventually([&] { return process_gone(static_cast<pid_t>(pid)); }, 3.0));
+        CHECK(wait_for([&] { return !alive(static_cast<pid_t>(pid)); }, 3.0));
     }
 }
 
@@ -793,7 +761,7 @@ TEST_CASE("proxy: the library's client takes a lock through split and delay", "[
     proxy_proc p(srv);
     controller ctl(p);
     redis_client admin(srv.port());
-    const std::string url = "redis://127.0.0.1:" + std::to_string(p.port);
+    const std::string url = redis_url(p.port);
     const str_view urls[] = {str_view(url.data(), url.size())};
 
     for (const char* fault : {"split", "delay both 20"}) {
@@ -816,9 +784,7 @@ TEST_CASE("proxy: the library's client takes a lock through split and delay", "[
         REQUIRE(a.error == client_errc::ok);
         REQUIRE(a.event.kind == lock_event_kind::acquired);
         CHECK(l.held());
-        char hex[owner_token::hex_size];
-        l.token().to_hex(hex);
-        CHECK(admin.command({"GET", "{proxied}"}).text == std::string(hex, sizeof hex));
+        CHECK(admin.command({"GET", key_of("proxied")}).text == hex(l.token()));
         const op_result r = l.release();
         REQUIRE(r.error == client_errc::ok);
         REQUIRE(r.event.kind == lock_event_kind::released);
@@ -826,7 +792,7 @@ TEST_CASE("proxy: the library's client takes a lock through split and delay", "[
             CHECK(mono_s() - t0 >= 0.08);  // two round trips of 2 x 20 ms
         }
         CHECK_FALSE(l.held());
-        CHECK(admin.command({"EXISTS", "{proxied}"}).integer == 0);
+        CHECK(admin.command({"EXISTS", key_of("proxied")}).integer == 0);
         l.detach();
     }
     CHECK(field(ctl("status"), "accepted") == 2);

@@ -13,6 +13,7 @@
 
 #include "edgelock/lock.hpp"
 #include "edgelock/resp_decoder.hpp"
+#include "tools/random.hpp"
 
 namespace {
 
@@ -22,23 +23,6 @@ struct input {
     std::size_t pos = 0;
     std::uint8_t byte() { return pos < size ? data[pos++] : 0; }
     bool done() const { return pos >= size; }
-};
-
-struct stream_random {
-    input* in;
-    static bool fill(void* ctx, void* buf, std::size_t n) {
-        auto* self = static_cast<stream_random*>(ctx);
-        auto* out = static_cast<std::uint8_t*>(buf);
-        // A zero byte makes the source fail now and then: that path must hold too.
-        const std::uint8_t first = self->in->byte();
-        if (first == 0xee) {
-            return false;
-        }
-        for (std::size_t i = 0; i < n; ++i) {
-            out[i] = static_cast<std::uint8_t>(first + i * 37 + self->in->byte());
-        }
-        return true;
-    }
 };
 
 // Per node, the tags of requests sent and not yet answered (a driver's FIFO).
@@ -91,8 +75,8 @@ constexpr unsigned canned_count = sizeof canned / sizeof canned[0];
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     input in{data, size};
-    stream_random rnd{&in};
-    const edgelock::random_source source{&stream_random::fill, &rnd};
+    edgelock_test::input_random<input> rnd{&in};
+    const edgelock::random_source source = rnd.source();
 
     edgelock::lock_options opt;
     const std::uint8_t b0 = in.byte();

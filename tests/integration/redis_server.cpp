@@ -1,74 +1,26 @@
 #include "integration/redis_server.hpp"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
 #include "edgelock/resp_decoder.hpp"
 #include "edgelock/resp_encoder.hpp"
+#include "tools/clock.hpp"
+#include "tools/net.hpp"
+#include "tools/proc.hpp"
 
 namespace edgelock_test {
 namespace {
 
-double now_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
 [[noreturn]] void fail(const std::string& what) {
     throw std::runtime_error(what + (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
-}
-
-// A port the kernel just handed out for 127.0.0.1. Another process could take
-// it before redis-server binds it; start() retries on a fresh port if so.
-std::uint16_t free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        fail("socket");
-    }
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-        ::close(fd);
-        fail("bind");
-    }
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
-
-bool wait_io(int fd, short events, double deadline) {
-    for (;;) {
-        const double left = deadline - now_s();
-        if (left <= 0) {
-            return false;
-        }
-        pollfd p{fd, events, 0};
-        const int r = ::poll(&p, 1, static_cast<int>(left * 1000) + 1);
-        if (r > 0) {
-            return true;
-        }
-        if (r < 0 && errno != EINTR) {
-            return false;
-        }
-    }
 }
 
 reply copy_out(const edgelock::resp_node* nodes, std::size_t& i) {
@@ -96,12 +48,9 @@ reply copy_out(const edgelock::resp_node* nodes, std::size_t& i) {
 
 redis_server::redis_server(std::vector<std::string> extra_args)
     : extra_args_(std::move(extra_args)) {
-    char tmpl[] = "/tmp/edgelock-redis-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) {
-        fail("mkdtemp");
-    }
-    dir_ = tmpl;
-    unix_path_ = dir_ + "/redis.sock";
+    unix_path_ = dir_ / "redis.sock";
+    // free_port() is only a guess: another process may take the port before
+    // redis-server binds it, so a failed start tries a fresh one.
     for (int attempt = 0;; ++attempt) {
         port_ = free_port();
         try {
@@ -110,8 +59,6 @@ redis_server::redis_server(std::vector<std::string> extra_args)
         } catch (const std::exception&) {
             stop();
             if (attempt == 4) {
-                std::string cmd = "rm -rf '" + dir_ + "'";
-                (void)std::system(cmd.c_str());
                 throw;
             }
         }
@@ -120,8 +67,6 @@ redis_server::redis_server(std::vector<std::string> extra_args)
 
 redis_server::~redis_server() {
     stop();
-    std::string cmd = "rm -rf '" + dir_ + "'";
-    (void)std::system(cmd.c_str());
 }
 
 void redis_server::start() {
@@ -135,7 +80,7 @@ void redis_server::start() {
                                      "--unixsocketperm",
                                      "700",
                                      "--dir",
-                                     dir_,
+                                     dir_.path,
                                      "--save",
                                      "",
                                      "--appendonly",
@@ -145,34 +90,21 @@ void redis_server::start() {
                                      "--loglevel",
                                      "warning",
                                      "--logfile",
-                                     dir_ + "/redis.log"};
+                                     dir_ / "redis.log"};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-    std::vector<char*> argv;
-    for (auto& a : args) {
-        argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
-
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
+    // In the test's process group (a Ctrl-C reaches it too), dying with the
+    // test process, whatever kills it.
+    spawn_options o;
+    o.own_group = false;
+    pid_ = spawn(args, o);
     if (pid_ < 0) {
         fail("fork");
     }
-    if (pid_ == 0) {
-        // Die with the test process, whatever kills it.
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) {
-            ::_exit(127);
-        }
-        ::execvp(argv[0], argv.data());
-        ::_exit(127);
-    }
     // Ready when it answers PING over TCP (NOAUTH from a server started with
     // --requirepass is an answer too).
-    const double deadline = now_s() + 10.0;
-    while (now_s() < deadline) {
-        int status = 0;
-        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    const double deadline = mono_s() + 10.0;
+    while (mono_s() < deadline) {
+        if (reap(pid_)) {
             pid_ = -1;
             errno = 0;
             fail("redis-server exited at start (is it installed? port taken?)");
@@ -185,36 +117,20 @@ void redis_server::start() {
             }
         } catch (const std::exception&) {
         }
-        ::usleep(10000);
+        sleep_ms(10);
     }
     errno = 0;
     fail("redis-server did not answer PING within 10 s");
 }
 
 void redis_server::stop() {
-    if (pid_ <= 0) {
-        return;
-    }
-    ::kill(pid_, SIGCONT);  // a paused server cannot act on SIGTERM
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 300; ++i) {  // 3 s, then SIGKILL
-        if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-            pid_ = -1;
-            return;
-        }
-        ::usleep(10000);
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    terminate(pid_, 3.0);
     pid_ = -1;
 }
 
 void redis_server::kill() {
-    if (pid_ > 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-    }
+    kill_and_reap(pid_);
+    pid_ = -1;
 }
 
 void redis_server::pause() {
@@ -236,20 +152,10 @@ void redis_server::restart() {
 }
 
 redis_client::redis_client(std::uint16_t port, double timeout_s) : timeout_s_(timeout_s) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fd_ = connect_loopback(port);
     if (fd_ < 0) {
-        fail("socket");
-    }
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(fd_);
         fail("connect");
     }
-    const int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 redis_client::redis_client(const std::string& unix_path, double timeout_s) : timeout_s_(timeout_s) {
@@ -273,10 +179,10 @@ redis_client::~redis_client() {
 }
 
 void redis_client::send_raw(const std::string& bytes) {
-    const double deadline = now_s() + timeout_s_;
+    const double deadline = mono_s() + timeout_s_;
     std::size_t off = 0;
     while (off < bytes.size()) {
-        if (!wait_io(fd_, POLLOUT, deadline)) {
+        if (!wait_fd(fd_, POLLOUT, deadline)) {
             errno = 0;
             fail("send timed out");
         }
@@ -326,7 +232,7 @@ reply redis_client::read_reply() {
 }
 
 std::string redis_client::read_reply_bytes() {
-    const double deadline = now_s() + timeout_s_;
+    const double deadline = mono_s() + timeout_s_;
     edgelock::resp_decoder dec;
     for (;;) {
         // Validate-only: the reply's size is all this needs.
@@ -345,7 +251,7 @@ std::string redis_client::read_reply_bytes() {
             errno = 0;
             fail(std::string("decode: ") + edgelock::describe(r.error));
         }
-        if (!wait_io(fd_, POLLIN, deadline)) {
+        if (!wait_fd(fd_, POLLIN, deadline)) {
             errno = 0;
             fail("no reply within the deadline");
         }

@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "tools/files.hpp"
+#include "tools/url.hpp"
+
 namespace edgelock_test {
 
 class redis_server {
@@ -43,11 +46,17 @@ private:
     void stop();
 
     std::vector<std::string> extra_args_;
-    std::string dir_;
+    temp_dir dir_{"edgelock-redis"};
     std::string unix_path_;
     std::uint16_t port_ = 0;
     pid_t pid_ = -1;
 };
+
+// The server's URL: redis://[userinfo@]127.0.0.1:PORT[path].
+inline std::string redis_url(const redis_server& s, const std::string& userinfo = "",
+                             const std::string& path = "") {
+    return redis_url(s.port(), userinfo, path);
+}
 
 // A reply owned by the test: the decoded node tree copied out of the buffer.
 struct reply {

@@ -2,12 +2,11 @@
 // mutual exclusion, expiry, renew and the watchdog, AUTH, ACL users, SELECT,
 // Unix sockets, the NOSCRIPT fallback, Redlock with dead and frozen nodes,
 // reconnects (and a reentrant lock lost across a restart), RESP3, the
-// event-loop API, configuration errors and pipelining.
+// event-loop API, configuration errors, bad input (a refused call changes
+// nothing) and pipelining.
 //
 // Timing checks are sanity bounds several times what a run needs, so a slow
 // machine does not fail them. Throughput is measured by tests/bench, not here.
-#include <time.h>
-#include <unistd.h>
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -18,78 +17,34 @@
 #include "edgelock/client.hpp"
 #include "edgelock/lock_scripts.hpp"
 #include "edgelock/port.hpp"
+#include "edgelock/resp_encoder.hpp"
 #include "integration/client_helpers.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
 
 using namespace edgelock;
+using edgelock_test::command_reply;
 using edgelock_test::configure;
+using edgelock_test::connection_id;
+using edgelock_test::cpu_s;
+using edgelock_test::hex;
 using edgelock_test::key_of;
 using edgelock_test::ms_since;
 using edgelock_test::must_acquire;
+using edgelock_test::must_command;
 using edgelock_test::must_release;
 using edgelock_test::no_watchdog;
 using edgelock_test::options;
+using edgelock_test::recorder;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
+using edgelock_test::redis_url;
+using edgelock_test::sleep_ms;
 using edgelock_test::str;
-using edgelock_test::tcp_url;
 using edgelock_test::url_list;
 using edgelock_test::what;
 
 namespace {
-
-std::string token_hex(const client_lock& l) {
-    char hex[owner_token::hex_size];
-    l.token().to_hex(hex);
-    return std::string(hex, sizeof hex);
-}
-
-void sleep_ms(unsigned ms) {
-    ::usleep(ms * 1000u);
-}
-
-// Every event a lock's callback saw, and when.
-struct recorder {
-    struct entry {
-        lock_event event;
-        instant at;
-    };
-    std::vector<entry> events;
-
-    static void on_event(void* ctx, client_lock&, const lock_event& ev) {
-        static_cast<recorder*>(ctx)->events.push_back(entry{ev, port::now()});
-    }
-    void listen(client_lock& l) { l.set_callback(&recorder::on_event, this); }
-
-    int count(lock_event_kind k) const {
-        int n = 0;
-        for (const entry& e : events) {
-            n += e.event.kind == k ? 1 : 0;
-        }
-        return n;
-    }
-    // Index of the first event of kind k, or -1.
-    int first(lock_event_kind k) const {
-        for (std::size_t i = 0; i < events.size(); ++i) {
-            if (events[i].event.kind == k) {
-                return static_cast<int>(i);
-            }
-        }
-        return -1;
-    }
-    // "kind(reason)@ms" for each event, ms counted from the first one.
-    std::string list() const {
-        std::string s;
-        for (const entry& e : events) {
-            s += describe(e.event.kind);
-            if (e.event.reason != lock_failure::none) {
-                s += std::string("(") + describe(e.event.reason) + ")";
-            }
-            s += "@" + std::to_string((e.at - events.front().at).us / 1000) + " ";
-        }
-        return s;
-    }
-};
 
 long long exists_in_db(redis_client& admin, int db, const std::string& key) {
     admin.command({"SELECT", std::to_string(db)});
@@ -104,7 +59,7 @@ TEST_CASE("client: two clients exclude each other", "[integration][client]") {
     redis_server srv;
     redis_client admin(srv.port());
     const char* name = "client-mutex";
-    url_list urls({tcp_url(srv)});
+    url_list urls({redis_url(srv)});
     client<1> ca;
     client<1> cb;
     configure(ca, urls);
@@ -116,7 +71,7 @@ TEST_CASE("client: two clients exclude each other", "[integration][client]") {
 
     must_acquire(a);
     CHECK(a.held());
-    CHECK(admin.command({"GET", key_of(name)}).text == token_hex(a));
+    CHECK(admin.command({"GET", key_of(name)}).text == hex(a.token()));
 
     op_result r = b.try_acquire();
     INFO(what(r));
@@ -125,7 +80,7 @@ TEST_CASE("client: two clients exclude each other", "[integration][client]") {
     CHECK(r.event.holder_ttl_ms > 0);
     CHECK(r.event.holder_ttl_ms <= 5000);
     CHECK_FALSE(b.held());
-    CHECK(admin.command({"GET", key_of(name)}).text == token_hex(a));
+    CHECK(admin.command({"GET", key_of(name)}).text == hex(a.token()));
 
     must_release(a);
     CHECK_FALSE(a.held());
@@ -133,7 +88,7 @@ TEST_CASE("client: two clients exclude each other", "[integration][client]") {
 
     must_acquire(b);
     CHECK(b.held());
-    CHECK(admin.command({"GET", key_of(name)}).text == token_hex(b));
+    CHECK(admin.command({"GET", key_of(name)}).text == hex(b.token()));
     must_release(b);
 }
 
@@ -141,7 +96,7 @@ TEST_CASE("client: an unreleased lock expires with its ttl", "[integration][clie
     redis_server srv;
     redis_client admin(srv.port());
     const char* name = "client-expiry";
-    url_list urls({tcp_url(srv)});
+    url_list urls({redis_url(srv)});
     client<1> ca;
     client<1> cb;
     configure(ca, urls);
@@ -175,7 +130,7 @@ TEST_CASE("client: an unreleased lock expires with its ttl", "[integration][clie
     CHECK(admin.command({"EXISTS", key_of(name)}).integer == 0);
 
     must_acquire(b);
-    CHECK(admin.command({"GET", key_of(name)}).text == token_hex(b));
+    CHECK(admin.command({"GET", key_of(name)}).text == hex(b.token()));
     CHECK_FALSE(a.held());
 
     // a was never driven past its validity: held() says no, so an acquire
@@ -197,7 +152,7 @@ TEST_CASE("client: an unreleased lock expires with its ttl", "[integration][clie
     REQUIRE(r.error == client_errc::ok);
     CHECK(r.event.kind == lock_event_kind::acquired);
     CHECK(ms_since(t) < 3000);
-    CHECK(admin.command({"GET", key_of(name)}).text == token_hex(a));
+    CHECK(admin.command({"GET", key_of(name)}).text == hex(a.token()));
     must_release(a);
 }
 
@@ -206,7 +161,7 @@ TEST_CASE("client: a wrong token neither releases nor renews", "[integration][cl
     redis_client admin(srv.port());
     const char* name = "client-token";
     const std::string key = key_of(name);
-    url_list urls({tcp_url(srv)});
+    url_list urls({redis_url(srv)});
     client<1> ca;
     client<1> cb;
     configure(ca, urls);
@@ -217,7 +172,7 @@ TEST_CASE("client: a wrong token neither releases nor renews", "[integration][cl
     REQUIRE(b.attach(cb, name, options(10000, 200)) == client_errc::ok);
 
     must_acquire(a);
-    const std::string token = token_hex(a);
+    const std::string token = hex(a.token());
     CHECK(admin.command({"GET", key}).text == token);
 
     // b holds nothing: nothing to release or renew, and nothing sent.
@@ -251,7 +206,7 @@ TEST_CASE("client: renew keeps a lock past its ttl", "[integration][client]") {
     redis_server srv;
     redis_client admin(srv.port());
     const char* name = "client-renew";
-    url_list urls({tcp_url(srv)});
+    url_list urls({redis_url(srv)});
     client<1> c;
     configure(c, urls);
     client_lock l;
@@ -277,7 +232,7 @@ TEST_CASE("client: renew keeps a lock past its ttl", "[integration][client]") {
     const long long pttl = admin.command({"PTTL", key_of(name)}).integer;
     CHECK(pttl > 0);
     CHECK(pttl <= 500);
-    CHECK(admin.command({"GET", key_of(name)}).text == token_hex(l));
+    CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
     CHECK(rec.count(lock_event_kind::renewed) == 5);
     CHECK(rec.count(lock_event_kind::lost) == 0);
     must_release(l);
@@ -287,7 +242,7 @@ TEST_CASE("client: renew keeps a lock past its ttl", "[integration][client]") {
 TEST_CASE("client: the watchdog renews, and reports a lock lost", "[integration][client]") {
     redis_server srv;
     redis_client admin(srv.port());
-    url_list urls({tcp_url(srv)});
+    url_list urls({redis_url(srv)});
     client<1> c;
     configure(c, urls);
     const unsigned ttl_ms = 600;
@@ -306,7 +261,7 @@ TEST_CASE("client: the watchdog renews, and reports a lock lost", "[integration]
         CHECK(rec.count(lock_event_kind::lost) == 0);
         const long long pttl = admin.command({"PTTL", key_of(name)}).integer;
         CHECK(pttl > 0);
-        CHECK(admin.command({"GET", key_of(name)}).text == token_hex(l));
+        CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
 
         // The key vanishes (an operator, a flush, a failover): the next renew says so.
         admin.command({"DEL", key_of(name)});
@@ -317,7 +272,7 @@ TEST_CASE("client: the watchdog renews, and reports a lock lost", "[integration]
         }
         REQUIRE(rec.count(lock_event_kind::lost) == 1);
         const lock_event& lost =
-            rec.events[static_cast<std::size_t>(rec.first(lock_event_kind::lost))].event;
+            rec.events[static_cast<std::size_t>(rec.first(lock_event_kind::lost))];
         CHECK(lost.reason == lock_failure::not_ours);
         CHECK(l.last_event().kind == lock_event_kind::lost);
         CHECK_FALSE(l.held());
@@ -345,7 +300,7 @@ TEST_CASE("client: the watchdog renews, and reports a lock lost", "[integration]
         CHECK(failed < lost);
         CHECK(rec.count(lock_event_kind::renewed) == 0);
         const recorder::entry& e = rec.events[static_cast<std::size_t>(lost)];
-        CHECK(e.event.reason == lock_failure::validity_ended);
+        CHECK(e.reason == lock_failure::validity_ended);
         CHECK(e.at >= validity);
         CHECK(e.at <= validity + duration::millis(100));
         CHECK_FALSE(l.held());
@@ -365,7 +320,7 @@ TEST_CASE("client: AUTH with requirepass", "[integration][client]") {
     const char* name = "client-auth";
 
     SECTION("the URL's password") {
-        url_list urls({tcp_url(srv, ":s3cret")});
+        url_list urls({redis_url(srv, ":s3cret")});
         client<1> c;
         configure(c, urls);
         client_lock l;
@@ -377,7 +332,7 @@ TEST_CASE("client: AUTH with requirepass", "[integration][client]") {
     }
 
     SECTION("a wrong password") {
-        url_list urls({tcp_url(srv, ":wrong")});
+        url_list urls({redis_url(srv, ":wrong")});
         client<1> c;
         configure(c, urls);
         client_lock l;
@@ -396,7 +351,7 @@ TEST_CASE("client: AUTH with requirepass", "[integration][client]") {
     }
 
     SECTION("no password at all") {
-        url_list urls({tcp_url(srv)});
+        url_list urls({redis_url(srv)});
         client<1> c;
         configure(c, urls);
         client_lock l;
@@ -411,7 +366,7 @@ TEST_CASE("client: AUTH with requirepass", "[integration][client]") {
     }
 
     SECTION("client_options.password overrides the URL") {
-        url_list urls({tcp_url(srv), tcp_url(srv, ":wrong")});
+        url_list urls({redis_url(srv), redis_url(srv, ":wrong")});
         client_options o;
         o.password = "s3cret";
         for (std::size_t i = 0; i < urls.size(); ++i) {
@@ -437,21 +392,21 @@ TEST_CASE("client: an ACL user", "[integration][client]") {
     }
 
     SECTION("user and password in the URL") {
-        url_list urls({tcp_url(srv, "gw:gwpass")});
+        url_list urls({redis_url(srv, "gw:gwpass")});
         client<1> c;
         configure(c, urls);
         client_lock l;
         REQUIRE(l.attach(c, name, options(5000, 200)) == client_errc::ok);
         must_acquire(l);
         redis_client admin(srv.port());
-        CHECK(admin.command({"GET", key_of(name)}).text == token_hex(l));
+        CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
         const std::string clients = admin.command({"CLIENT", "LIST"}).text;
         CHECK(clients.find("user=gw") != std::string::npos);
         must_release(l);
     }
 
     SECTION("user and password over RESP3 (HELLO 3 AUTH)") {
-        url_list urls({tcp_url(srv, "gw:gwpass")});
+        url_list urls({redis_url(srv, "gw:gwpass")});
         client_options o;
         o.resp3 = true;
         client<1> c;
@@ -463,7 +418,7 @@ TEST_CASE("client: an ACL user", "[integration][client]") {
     }
 
     SECTION("a wrong password") {
-        url_list urls({tcp_url(srv, "gw:nope")});
+        url_list urls({redis_url(srv, "gw:nope")});
         client<1> c;
         configure(c, urls);
         client_lock l;
@@ -482,7 +437,7 @@ TEST_CASE("client: the URL's database is SELECTed", "[integration][client]") {
     redis_server srv;
     redis_client admin(srv.port());
     const char* name = "client-select";
-    url_list urls({tcp_url(srv, "", "/3")});
+    url_list urls({redis_url(srv, "", "/3")});
     client<1> c;
     configure(c, urls);
     client_lock l;
@@ -506,7 +461,7 @@ TEST_CASE("client: a Unix socket, with and without ?db=", "[integration][client]
         client_lock l;
         REQUIRE(l.attach(c, name, options(5000, 200)) == client_errc::ok);
         must_acquire(l);
-        CHECK(admin.command({"GET", key_of(name)}).text == token_hex(l));
+        CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
         must_release(l);
         CHECK(admin.command({"EXISTS", key_of(name)}).integer == 0);
     }
@@ -529,7 +484,7 @@ TEST_CASE("client: SCRIPT FLUSH between operations falls back to EVAL", "[integr
     redis_server srv;
     redis_client admin(srv.port());
     const char* name = "client-noscript";
-    url_list urls({tcp_url(srv)});
+    url_list urls({redis_url(srv)});
     client<1> c;
     configure(c, urls);
     client_lock l;
@@ -540,7 +495,7 @@ TEST_CASE("client: SCRIPT FLUSH between operations falls back to EVAL", "[integr
         INFO("round " << i);
         REQUIRE(admin.command({"SCRIPT", "FLUSH"}).text == "OK");
         must_acquire(l);
-        CHECK(admin.command({"GET", key_of(name)}).text == token_hex(l));
+        CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
         REQUIRE(admin.command({"SCRIPT", "FLUSH"}).text == "OK");
         const op_result r = l.renew();
         INFO(what(r));
@@ -557,7 +512,7 @@ TEST_CASE("client: Redlock over 5 servers loses 2, then 3", "[integration][clien
     std::vector<std::string> u;
     for (int i = 0; i < 5; ++i) {
         servers.emplace_back(new redis_server());
-        u.push_back(tcp_url(*servers.back()));
+        u.push_back(redis_url(*servers.back()));
     }
     std::vector<std::unique_ptr<redis_client>> admins;
     const auto admin = [&](std::size_t i) -> redis_client& {
@@ -581,7 +536,7 @@ TEST_CASE("client: Redlock over 5 servers loses 2, then 3", "[integration][clien
     CHECK(fence > 0);
     int holders = 0;
     for (std::size_t i = 0; i < 5; ++i) {
-        holders += admin(i).command({"GET", key}).text == token_hex(l) ? 1 : 0;
+        holders += admin(i).command({"GET", key}).text == hex(l.token()) ? 1 : 0;
     }
     CHECK(holders >= 3);
     must_release(l);
@@ -606,7 +561,7 @@ TEST_CASE("client: Redlock over 5 servers loses 2, then 3", "[integration][clien
     CHECK(r.event.validity_deadline <= t + duration::millis(ttl_ms));
     CHECK(l.held());
     for (std::size_t i = 0; i < 3; ++i) {
-        CHECK(admin(i).command({"GET", key}).text == token_hex(l));
+        CHECK(admin(i).command({"GET", key}).text == hex(l.token()));
     }
     const node_info n3 = c.node(3);
     INFO("node 3: " << what(n3));
@@ -672,7 +627,7 @@ TEST_CASE("client: a frozen node does not hold up a quorum", "[integration][clie
     redis_server s0;
     redis_server s1;
     redis_server s2;
-    url_list urls({tcp_url(s0), tcp_url(s1), tcp_url(s2)});
+    url_list urls({redis_url(s0), redis_url(s1), redis_url(s2)});
     const char* name = "client-frozen";
 
     SECTION("frozen after connecting: the request times out after node_timeout") {
@@ -754,7 +709,7 @@ TEST_CASE("client: a frozen node does not hold up a quorum", "[integration][clie
 TEST_CASE("client: reconnects to a restarted server", "[integration][client]") {
     redis_server srv;
     const char* name = "client-restart";
-    url_list urls({tcp_url(srv)});
+    url_list urls({redis_url(srv)});
     client<1> c;
     configure(c, urls);
     client_lock l;
@@ -796,7 +751,7 @@ TEST_CASE("client: reconnects to a restarted server", "[integration][client]") {
     CHECK(c.node(0).state == node_state::ready);
     CHECK(c.node(0).error == node_error::none);
     redis_client admin(srv.port());
-    CHECK(admin.command({"GET", key_of(name)}).text == token_hex(l));
+    CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
     must_release(l);
 }
 
@@ -810,7 +765,7 @@ TEST_CASE("client: a lost reentrant lock leaves a later hold of its owner alone"
     redis_server srv;
     const char* name = "client-reentrant-lost";
     const std::string key = key_of(name);
-    url_list urls({tcp_url(srv)});
+    url_list urls({redis_url(srv)});
     client_options co;
     co.reconnect_min = duration::millis(20);
     co.reconnect_max = duration::millis(50);
@@ -882,13 +837,13 @@ TEST_CASE("client: RESP3 via HELLO 3", "[integration][client]") {
         redis_server srv;
         redis_client admin(srv.port());
         const char* name = "client-resp3";
-        url_list urls({tcp_url(srv)});
+        url_list urls({redis_url(srv)});
         client<1> c;
         configure(c, urls, o);
         client_lock l;
         REQUIRE(l.attach(c, name, options(5000, 200)) == client_errc::ok);
         must_acquire(l);
-        CHECK(admin.command({"GET", key_of(name)}).text == token_hex(l));
+        CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
         const std::string clients = admin.command({"CLIENT", "LIST"}).text;
         INFO(clients);
         CHECK(clients.find("name=edgelock") != std::string::npos);
@@ -904,7 +859,7 @@ TEST_CASE("client: RESP3 via HELLO 3", "[integration][client]") {
         redis_server s1;
         redis_server s2;
         const char* name = "client-resp3-fenced";
-        url_list urls({tcp_url(s0), tcp_url(s1), tcp_url(s2)});
+        url_list urls({redis_url(s0), redis_url(s1), redis_url(s2)});
         client<3> c;
         configure(c, urls, o);
         client_lock l;
@@ -929,7 +884,7 @@ TEST_CASE("client: the event-loop API alone drives a lock", "[integration][clien
     redis_server srv;
     redis_client admin(srv.port());
     const char* name = "client-event-loop";
-    url_list urls({tcp_url(srv)});
+    url_list urls({redis_url(srv)});
     client<1> c;
     configure(c, urls);
     client_lock l;
@@ -968,7 +923,7 @@ TEST_CASE("client: the event-loop API alone drives a lock", "[integration][clien
     CHECK(l.start_acquire(1, duration::millis(0)) == client_errc::busy);
     drive_until(lock_event_kind::acquired);
     CHECK(l.held());
-    CHECK(admin.command({"GET", key_of(name)}).text == token_hex(l));
+    CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
     // Held with no watchdog: only the validity deadline is due.
     CHECK(c.next_deadline() == l.validity_deadline());
 
@@ -989,7 +944,7 @@ TEST_CASE("client: the event-loop API alone drives a lock", "[integration][clien
 
 TEST_CASE("client: configuration and misuse errors", "[integration][client]") {
     redis_server srv;
-    const std::string good = tcp_url(srv);
+    const std::string good = redis_url(srv);
 
     client<2> c;
     {
@@ -1077,10 +1032,628 @@ TEST_CASE("client: configuration and misuse errors", "[integration][client]") {
     CHECK(c.configure(one, 1, {}) == client_errc::ok);
 }
 
+// --- bad input: every refused call says why AND changes nothing ---------------------------
+//
+// Not the node list, not a connection (none made, none dropped), not a held
+// lock's token, fence or validity, not a pending operation's retry policy.
+// "client: configuration and misuse errors" above checks the error codes; the
+// cases here add what stays unchanged, and the calls it does not reach:
+// command(), resume(), the event-loop entry points, calls from callbacks.
+
+namespace {
+
+// A held lock as its owner sees it, and as Redis holds it.
+struct held_view {
+    bool held = false;
+    lock_state state = lock_state::unconfigured;
+    std::string token;
+    std::uint64_t fence = 0;
+    instant validity;
+    std::string value;  // GET {name}
+
+    bool operator==(const held_view& o) const {
+        return held == o.held && state == o.state && token == o.token && fence == o.fence &&
+               validity == o.validity && value == o.value;
+    }
+};
+
+held_view view_of(const client_lock& l, redis_client& admin, const char* name) {
+    held_view v;
+    v.held = l.held();
+    v.state = l.state();
+    v.token = hex(l.token());
+    v.fence = l.fence();
+    v.validity = l.validity_deadline();
+    const edgelock_test::reply r = admin.command({"GET", key_of(name)});
+    v.value = r.type == '$' ? r.text : std::string("<none>");
+    return v;
+}
+
+std::string show(const held_view& v) {
+    return std::string("held=") + (v.held ? "yes" : "no") + " state=" + describe(v.state) +
+           " token=" + v.token + " fence=" + std::to_string(v.fence) +
+           " validity=" + std::to_string(v.validity.us) + " redis=" + v.value;
+}
+
+}  // namespace
+
+// --- bad input: client_base::configure ----------------------------------------------------
+
+TEST_CASE("client bad input: a rejected configure keeps the nodes and their connections",
+          "[integration][bad-input]") {
+    redis_server srv;
+    const url_list urls({redis_url(srv)});
+    client<2> c;
+    configure(c, urls);
+    REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+    const long long id = connection_id(c, 0);
+
+    const std::string good = redis_url(srv);
+    const std::string long_secret(node_url_max_secret + 1, 's');
+    const std::string name65(65, 'n');
+    auto with = [](auto f) {
+        client_options o;
+        f(o);
+        return o;
+    };
+    struct row {
+        const char* what;
+        std::vector<std::string> urls;  // empty: a null array
+        std::size_t count;
+        client_options options;
+        client_errc want;
+    };
+    const std::vector<row> rows = {
+        {"a null URL array with a count", {}, 1, client_options{}, client_errc::bad_node_count},
+        {"stall_timeout 0",
+         {good},
+         1,
+         with([](client_options& o) { o.stall_timeout = duration{}; }),
+         client_errc::bad_option},
+        {"reconnect_min 0",
+         {good},
+         1,
+         with([](client_options& o) { o.reconnect_min = duration{}; }),
+         client_errc::bad_option},
+        {"reconnect_min above reconnect_max",
+         {good},
+         1,
+         with([](client_options& o) {
+             o.reconnect_min = duration::seconds(3);
+             o.reconnect_max = duration::seconds(2);
+         }),
+         client_errc::bad_option},
+        {"a client name of 65 bytes",
+         {good},
+         1,
+         with([&](client_options& o) { o.client_name = str_view(name65.data(), name65.size()); }),
+         client_errc::bad_option},
+        {"a client name with a NUL",
+         {good},
+         1,
+         with([](client_options& o) { o.client_name = str_view("a\0b", 3); }),
+         client_errc::bad_option},
+        {"a client name with a newline",
+         {good},
+         1,
+         with([](client_options& o) { o.client_name = "a\r\nCONFIG SET"; }),
+         client_errc::bad_option},
+        {"a user name of 257 bytes",
+         {good},
+         1,
+         with([&](client_options& o) {
+             o.username = str_view(long_secret.data(), long_secret.size());
+             o.password = "pw";
+         }),
+         client_errc::secret_too_long},
+        {"a password of 257 bytes",
+         {good},
+         1,
+         with([&](client_options& o) {
+             o.password = str_view(long_secret.data(), long_secret.size());
+         }),
+         client_errc::secret_too_long},
+        {"a user name in the options, no password anywhere",
+         {good},
+         1,
+         with([](client_options& o) { o.username = "gw"; }),
+         client_errc::user_without_password},
+        {"a bad URL after a good one",
+         {good, good + "/x"},
+         2,
+         client_options{},
+         client_errc::bad_url},
+        {"TLS after a good one",
+         {good, "rediss://127.0.0.1:1"},
+         2,
+         client_options{},
+         client_errc::tls_not_built_in},
+    };
+    for (const row& r : rows) {
+        INFO(r.what);
+        std::vector<str_view> views;
+        for (const std::string& u : r.urls) {
+            views.emplace_back(u.data(), u.size());
+        }
+        CHECK(c.configure(r.urls.empty() ? nullptr : views.data(), r.count, r.options) == r.want);
+        CHECK(c.node_count() == 1);
+        CHECK(c.ready_count() == 1);
+        const node_info n = c.node(0);
+        INFO(what(n));
+        CHECK(n.state == node_state::ready);
+        CHECK(n.error == node_error::none);
+        CHECK(c.node(1).state == node_state::down);
+    }
+    CHECK(c.bad_url_index() == 1);
+    CHECK(c.bad_url_error() == url_errc::tls_not_built_in);
+
+    // The same connection, still named as configured, still answering.
+    CHECK(connection_id(c, 0) == id);
+    CHECK(must_command(c, 0, {"CLIENT", "GETNAME"}).text == "edgelock");
+
+    // At the limits it is accepted: a 64-byte name, secrets of 256 bytes are
+    // not refused (the server then judges the password).
+    const std::string name64(64, 'n');
+    client_options o;
+    o.client_name = str_view(name64.data(), name64.size());
+    configure(c, urls, o);
+    CHECK(must_command(c, 0, {"CLIENT", "GETNAME"}).text == name64);
+}
+
+// --- client_base::command -----------------------------------------------------------------
+
+TEST_CASE("client bad input: command() checks its arguments before touching the network",
+          "[integration][bad-input]") {
+    redis_server srv;
+    const url_list urls({redis_url(srv)});
+    client<1> c;
+    const str_view ping[] = {"PING"};
+    command_reply rec;
+    CHECK(c.command(0, ping, 1, port::now() + duration::seconds(1), &command_reply::take, &rec) ==
+          client_errc::not_configured);
+    configure(c, urls);
+
+    // The largest ECHO the send buffer holds, and one byte more.
+    std::size_t fits = 1;
+    for (;;) {
+        const std::string probe(fits + 1, 'e');
+        const str_view args[] = {"ECHO", str_view(probe.data(), probe.size())};
+        if (resp_command_size(args, 2) > EDGELOCK_CLIENT_TX_BUFFER) {
+            break;
+        }
+        ++fits;
+    }
+    const std::string too_big(fits + 1, 'e');
+    const str_view echo_big[] = {"ECHO", str_view(too_big.data(), too_big.size())};
+    REQUIRE(resp_command_size(echo_big, 2) == EDGELOCK_CLIENT_TX_BUFFER + 1);
+
+    struct row {
+        const char* what;
+        std::uint8_t index;
+        const str_view* args;
+        std::size_t argc;
+        reply_callback fn;
+    };
+    const row rows[] = {
+        {"node index 1 of 1", 1, ping, 1, &command_reply::take},
+        {"node index 255", 255, ping, 1, &command_reply::take},
+        {"no callback", 0, ping, 1, nullptr},
+        {"no arguments", 0, ping, 0, &command_reply::take},
+        {"a null argument array with a count", 0, nullptr, 2, &command_reply::take},
+        {"a command larger than the send buffer", 0, echo_big, 2, &command_reply::take},
+    };
+    const auto refuse_all = [&](node_state expected) {
+        for (const row& r : rows) {
+            INFO(r.what);
+            const instant t = port::now();
+            CHECK(c.command(r.index, r.args, r.argc, t + duration::seconds(3), r.fn, &rec) ==
+                  client_errc::bad_option);
+            CHECK(ms_since(t) < 200);  // refused at once, not at the deadline
+            CHECK(rec.calls == 0);
+            const node_info n = c.node(0);
+            INFO(what(n));
+            CHECK(n.state == expected);
+        }
+    };
+    // Not connected yet: a refused command connects nothing.
+    refuse_all(node_state::down);
+    CHECK(c.next_deadline().is_never());
+
+    // Connected: refused commands queue nothing, so the next reply is the next command's.
+    CHECK(must_command(c, 0, {"PING"}).text == "PONG");
+    refuse_all(node_state::ready);
+    const std::string fitting(fits, 'e');
+    const command_reply echoed = must_command(c, 0, {"ECHO", fitting});
+    CHECK(echoed.text == fitting);
+    CHECK(must_command(c, 0, {"ECHO", "next"}).text == "next");
+}
+
+TEST_CASE("client bad input: command() on a dead or frozen node ends in bounded time",
+          "[integration][bad-input]") {
+    redis_server srv;
+    redis_server dead;
+    dead.kill();
+    const url_list urls({redis_url(srv), redis_url(dead)});
+    client<2> c;
+    configure(c, urls);
+    const str_view ping[] = {"PING"};
+    command_reply rec;
+
+    instant t = port::now();
+    CHECK(c.command(1, ping, 1, t + duration::seconds(3), &command_reply::take, &rec) ==
+          client_errc::node_unavailable);
+    CHECK(ms_since(t) < 1500);  // refused: known at once, not at the deadline
+    CHECK(rec.calls == 0);
+    CHECK(c.node(1).error == node_error::refused);
+
+    // A frozen node: given up at the deadline; its late reply goes to nobody.
+    CHECK(must_command(c, 0, {"PING"}).text == "PONG");
+    srv.pause();
+    t = port::now();
+    CHECK(c.command(0, ping, 1, t + duration::millis(300), &command_reply::take, &rec) ==
+          client_errc::timed_out);
+    CHECK(ms_since(t) >= 250);
+    CHECK(ms_since(t) < 1500);
+    srv.resume();
+    CHECK(must_command(c, 0, {"ECHO", "after"}).text == "after");
+    CHECK(rec.calls == 0);
+}
+
+// --- client_lock: misuse of a held lock ---------------------------------------------------
+
+TEST_CASE("client bad input: misuse of a held lock leaves it held, with the same token",
+          "[integration][bad-input]") {
+    redis_server srv;
+    redis_server other_srv;
+    redis_client admin(srv.port());
+    const url_list urls({redis_url(srv)});
+    const url_list other_urls({redis_url(other_srv)});
+    client<1> c;
+    client<1> other;
+    configure(c, urls);
+    configure(other, other_urls);
+    const char* name = "bad-held";
+    client_lock l;
+    REQUIRE(l.attach(c, name, options(10000, 500, lock_mode::fenced), no_watchdog()) ==
+            client_errc::ok);
+    must_acquire(l);
+    const held_view before = view_of(l, admin, name);
+    REQUIRE(before.held);
+    REQUIRE(before.value == before.token);
+    REQUIRE(before.fence > 0);
+
+    owner_token theirs;
+    REQUIRE(theirs.from_hex("00112233445566778899aabbccddeeff", 32));
+    const auto unchanged = [&](const char* what) {
+        INFO(what);
+        const held_view now = view_of(l, admin, name);
+        INFO("before: " << show(before) << "\nafter:  " << show(now));
+        CHECK(now == before);
+        CHECK(l.attached());
+    };
+
+    CHECK(l.try_acquire().error == client_errc::busy);
+    unchanged("try_acquire");
+    CHECK(l.acquire(duration::millis(500)).error == client_errc::busy);
+    unchanged("acquire");
+    CHECK(l.start_acquire(3, duration::seconds(1)) == client_errc::busy);
+    unchanged("start_acquire");
+    CHECK(l.start_acquire(0, duration::seconds(1)) == client_errc::bad_option);
+    unchanged("start_acquire with 0 tries");
+    CHECK(l.resume(theirs) == client_errc::busy);
+    unchanged("resume");
+    CHECK(l.attach(other, name, options(10000, 500)) == client_errc::already_attached);
+    unchanged("attach to another client");
+    CHECK(c.configure(urls.views.data(), 1, client_options{}) == client_errc::in_use);
+    unchanged("configure while attached");
+    CHECK(other.ready_count() == 0);  // the other client was never touched
+
+    must_release(l);
+    CHECK(admin.command({"EXISTS", key_of(name)}).integer == 0);
+}
+
+// A rejected start_acquire/acquire/try_acquire must not rewrite the retry policy
+// of an acquisition that was started but is still waiting for its node.
+TEST_CASE("client bad input: a refused acquire leaves a pending acquisition's retries",
+          "[integration][bad-input]") {
+    redis_server srv;
+    const url_list urls({redis_url(srv)});
+    const char* name = "bad-pending";
+
+    // Someone else holds the lock: an acquisition ends busy after its tries.
+    client<1> holder_client;
+    configure(holder_client, urls);
+    client_lock holder;
+    REQUIRE(holder.attach(holder_client, name, options(10000, 500), no_watchdog()) ==
+            client_errc::ok);
+    must_acquire(holder);
+
+    client<1> c;  // not connected: the acquisition waits for the set-up
+    configure(c, urls);
+    client_lock l;
+    recorder rec;
+    rec.listen(l);
+    REQUIRE(l.attach(c, name, options(10000, 500), no_watchdog()) == client_errc::ok);
+    REQUIRE(l.start_acquire(1, duration{}) == client_errc::ok);  // one try
+    REQUIRE(c.node(0).state == node_state::down);  // nothing happens before the next call
+    c.on_timeout();                                // which starts connecting
+    const node_state s = c.node(0).state;
+    INFO("node 0: " << describe(s));
+    REQUIRE(l.state() == lock_state::idle);  // started, not yet handed to the machine
+    REQUIRE((s == node_state::connecting || s == node_state::handshake));
+
+    const instant t = port::now();
+    CHECK(l.try_acquire().error == client_errc::busy);
+    CHECK(l.acquire(duration::seconds(30)).error == client_errc::busy);
+    CHECK(l.start_acquire(50, duration::seconds(30)) == client_errc::busy);
+    CHECK(ms_since(t) < 300);
+    CHECK(rec.events.empty());
+
+    // One try, as asked first: busy, and nothing left running or waiting.
+    const instant give_up = port::now() + duration::seconds(3);
+    while (rec.events.empty() && port::now() < give_up) {
+        REQUIRE(c.run_for(duration::millis(20)) == client_errc::ok);
+    }
+    REQUIRE(rec.events.size() == 1);
+    CHECK(rec.events[0].kind == lock_event_kind::busy);
+    REQUIRE(c.run_for(duration::millis(300)) == client_errc::ok);
+    CHECK(l.state() == lock_state::idle);
+    CHECK(rec.events.size() == 1);
+    CHECK(c.next_deadline().is_never());
+    must_release(holder);
+}
+
+// --- client_lock::resume --------------------------------------------------------------------
+
+TEST_CASE("client bad input: resume refuses what it cannot take over", "[integration][bad-input]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const url_list urls({redis_url(srv)});
+    client<1> c;
+    configure(c, urls);
+    owner_token theirs;
+    REQUIRE(theirs.from_hex("00112233445566778899aabbccddeeff", 32));
+
+    client_lock unattached;
+    CHECK(unattached.resume(theirs) == client_errc::not_attached);
+    CHECK_FALSE(unattached.held());
+    CHECK(hex(unattached.token()) == std::string(32, '0'));
+
+    client_lock reentrant;
+    REQUIRE(reentrant.attach(c, "bad-resume-r", options(5000, 200, lock_mode::reentrant),
+                             no_watchdog()) == client_errc::ok);
+    CHECK(reentrant.resume(theirs) == client_errc::lock_rejected);
+    CHECK(reentrant.lock_error() == lock_errc::bad_mode_option);
+    CHECK(reentrant.state() == lock_state::idle);
+    CHECK_FALSE(reentrant.held());
+    CHECK(hex(reentrant.token()) == std::string(32, '0'));
+    // Refused, not broken: it still acquires.
+    must_acquire(reentrant);
+    must_release(reentrant);
+
+    // An acquisition waiting for its node: resume would race it.
+    client<1> fresh;
+    configure(fresh, urls);
+    client_lock pending;
+    REQUIRE(pending.attach(fresh, "bad-resume-p", options(5000, 500), no_watchdog()) ==
+            client_errc::ok);
+    REQUIRE(pending.start_acquire(1, duration{}) == client_errc::ok);
+    CHECK(pending.resume(theirs) == client_errc::busy);
+    const instant give_up = port::now() + duration::seconds(3);
+    while (!pending.held() && port::now() < give_up) {
+        REQUIRE(fresh.run_for(duration::millis(20)) == client_errc::ok);
+    }
+    REQUIRE(pending.held());
+    CHECK(hex(pending.token()) != hex(theirs));
+    CHECK(admin.command({"GET", key_of("bad-resume-p")}).text == hex(pending.token()));
+    must_release(pending);
+}
+
+// --- calls from inside a callback -------------------------------------------------------------
+
+namespace {
+
+struct nested_calls {
+    client_base* c = nullptr;
+    client_lock* other = nullptr;
+    bool done = false;
+    client_errc run_for = client_errc::ok;
+    client_errc run_until = client_errc::ok;
+    std::uint8_t connect = 99;
+    client_errc command = client_errc::ok;
+    int command_replies = 0;
+    op_result try_acquire;
+    op_result acquire;
+    op_result renew;
+    op_result release;
+    op_result other_try_acquire;
+    std::uint8_t ready_before = 0;
+    std::uint8_t ready_after = 0;
+
+    static void on_event(void* ctx, client_lock& l, const lock_event& ev) {
+        auto& s = *static_cast<nested_calls*>(ctx);
+        if (ev.kind != lock_event_kind::acquired || s.done) {
+            return;
+        }
+        s.done = true;
+        s.ready_before = s.c->ready_count();
+        s.run_for = s.c->run_for(duration::millis(50));
+        s.run_until = s.c->run_until(port::now() + duration::millis(50));
+        s.connect = s.c->connect(port::now() + duration::millis(50));
+        const str_view ping[] = {"PING"};
+        command_reply r;
+        s.command =
+            s.c->command(0, ping, 1, port::now() + duration::millis(50), &command_reply::take, &r);
+        s.command_replies = r.calls;
+        s.try_acquire = l.try_acquire();
+        s.acquire = l.acquire(duration::millis(50));
+        s.renew = l.renew();
+        s.release = l.release();
+        s.other_try_acquire = s.other->try_acquire();
+        s.ready_after = s.c->ready_count();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("client bad input: blocking calls from a callback are refused and change nothing",
+          "[integration][bad-input]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const url_list urls({redis_url(srv)});
+    client<1> c;
+    configure(c, urls);
+    client_lock l;
+    client_lock other;
+    REQUIRE(l.attach(c, "bad-nested", options(5000, 200), no_watchdog()) == client_errc::ok);
+    REQUIRE(other.attach(c, "bad-nested-other", options(5000, 200), no_watchdog()) ==
+            client_errc::ok);
+    nested_calls s;
+    s.c = &c;
+    s.other = &other;
+    l.set_callback(&nested_calls::on_event, &s);
+
+    must_acquire(l);  // the callback runs inside this blocking call
+    REQUIRE(s.done);
+    CHECK(s.run_for == client_errc::reentered);
+    CHECK(s.run_until == client_errc::reentered);
+    CHECK(s.connect == 0);
+    CHECK(s.command == client_errc::reentered);
+    CHECK(s.command_replies == 0);
+    CHECK(s.try_acquire.error == client_errc::reentered);
+    CHECK(s.acquire.error == client_errc::reentered);
+    CHECK(s.renew.error == client_errc::reentered);
+    CHECK(s.release.error == client_errc::reentered);
+    CHECK(s.other_try_acquire.error == client_errc::reentered);
+    CHECK(s.ready_after == s.ready_before);
+
+    // Nothing of that happened: the lock is held by this acquisition, the
+    // other lock was never taken.
+    CHECK(l.held());
+    CHECK(admin.command({"GET", key_of("bad-nested")}).text == hex(l.token()));
+    CHECK(other.state() == lock_state::idle);
+    CHECK(admin.command({"EXISTS", key_of("bad-nested-other")}).integer == 0);
+    must_release(l);
+}
+
+// --- the event-loop API and an unconfigured client ---------------------------------------------
+
+TEST_CASE("client bad input: event-loop calls with descriptors the client does not own",
+          "[integration][bad-input]") {
+    // Unconfigured: everything refuses or reports nothing, and nothing breaks.
+    client<2> idle;
+    CHECK(idle.run_for(duration::millis(10)) == client_errc::not_configured);
+    CHECK(idle.run_until(port::now() + duration::millis(10)) == client_errc::not_configured);
+    CHECK(idle.connect(port::now() + duration::millis(10)) == 0);
+    CHECK(idle.wanted(nullptr, 0) == 0);
+    CHECK(idle.next_deadline().is_never());
+    CHECK(idle.node(0).state == node_state::down);
+    CHECK(idle.node_count() == 0);
+    idle.on_ready(3, port::want_read);
+    idle.on_timeout();
+    idle.disconnect();
+    CHECK(idle.ready_count() == 0);
+
+    redis_server srv;
+    const url_list urls({redis_url(srv)});
+    client<2> c;
+    configure(c, urls);
+    REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+    const long long id = connection_id(c, 0);
+
+    // Capacity 0, and a null array with it: counted, nothing written.
+    CHECK(c.wanted(nullptr, 0) == 1);
+    port::wait_entry e[2];
+    e[0].fd = -7;
+    e[0].want = 0x55;
+    CHECK(c.wanted(e, 0) == 1);
+    CHECK(e[0].fd == -7);
+    CHECK(e[0].want == 0x55);
+    REQUIRE(c.wanted(e, 2) == 1);
+    const int fd = e[0].fd;
+    REQUIRE(fd >= 0);
+
+    // Node indexes past the configured count: a default, empty report.
+    for (const std::uint8_t i : {std::uint8_t{1}, std::uint8_t{2}, std::uint8_t{255}}) {
+        const node_info n = c.node(i);
+        CHECK(n.state == node_state::down);
+        CHECK(n.error == node_error::none);
+        CHECK(n.code == 0);
+        CHECK(n.message.empty());
+    }
+
+    // Readiness for descriptors that are not the client's, or none at all.
+    c.on_ready(-1, 0xff);
+    c.on_ready(fd + 1000, port::want_read | port::want_write | port::ready_error);
+    c.on_ready(fd, 0);
+    port::wait_entry stale[3];
+    stale[0].fd = fd + 1001;
+    stale[0].ready = port::ready_error;
+    stale[1].fd = -1;
+    stale[1].ready = port::want_read;
+    stale[2].fd = fd + 1002;
+    stale[2].ready = 0;
+    c.on_ready(stale, 3);
+    c.on_ready(nullptr, 0);
+    const node_info n = c.node(0);
+    INFO(what(n));
+    CHECK(n.state == node_state::ready);
+    CHECK(n.error == node_error::none);
+    CHECK(c.ready_count() == 1);
+    CHECK(connection_id(c, 0) == id);
+}
+
+// --- attach ------------------------------------------------------------------------------------
+
+TEST_CASE("client bad input: a refused attach links nothing", "[integration][bad-input]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const url_list urls({redis_url(srv)});
+    client<1> c;
+    configure(c, urls);
+    client_lock l;
+
+    // The watchdog must renew before the validity ends: ttl - (1% + 2 ms).
+    const lock_options o = options(1000, 100);
+    watchdog_options late;
+    late.renew_every = duration::millis(1000 - 12);
+    CHECK(l.attach(c, "bad-attach", o, late) == client_errc::bad_option);
+    CHECK_FALSE(l.attached());
+    late.renew_every = duration::seconds(3600);
+    CHECK(l.attach(c, "bad-attach", o, late) == client_errc::bad_option);
+    CHECK_FALSE(l.attached());
+    // A disabled watchdog's interval is not looked at.
+    late.enabled = false;
+    const std::string long_name(lock_max_name + 1, 'n');
+    CHECK(l.attach(c, str_view(long_name.data(), long_name.size()), o, late) ==
+          client_errc::lock_rejected);
+    CHECK(l.lock_error() == lock_errc::name_too_long);
+    CHECK_FALSE(l.attached());
+    // Nothing was linked to the client: it may be configured again, and an
+    // operation on the lock says it is not attached.
+    CHECK(c.configure(urls.views.data(), 1, client_options{}) == client_errc::ok);
+    CHECK(l.start_renew() == client_errc::not_attached);
+    CHECK(l.resume(owner_token{}) == client_errc::not_attached);
+
+    // Just inside the limit it is accepted, and renews on its own.
+    watchdog_options in_time;
+    in_time.renew_every = duration::millis(1000 - 13);
+    REQUIRE(l.attach(c, "bad-attach", o, in_time) == client_errc::ok);
+    l.detach();
+    watchdog_options quick;
+    quick.renew_every = duration::millis(100);
+    REQUIRE(l.attach(c, "bad-attach", o, quick) == client_errc::ok);
+    must_acquire(l);
+    REQUIRE(c.run_for(duration::millis(1500)) == client_errc::ok);
+    CHECK(l.held());
+    CHECK(admin.command({"GET", key_of("bad-attach")}).text == hex(l.token()));
+    must_release(l);
+}
+
 TEST_CASE("client: 50 locks pipelined on one connection", "[integration][client]") {
     redis_server srv;
     redis_client admin(srv.port());
-    url_list urls({tcp_url(srv)});
+    url_list urls({redis_url(srv)});
     client<1> c;
     configure(c, urls);
     constexpr int count = 50;
@@ -1131,7 +1704,7 @@ TEST_CASE("client: 50 locks pipelined on one connection", "[integration][client]
     for (std::size_t i = 0; i < locks.size(); ++i) {
         INFO("lock " << i);
         CHECK(locks[i]->held());
-        CHECK(admin.command({"GET", "{" + names[i] + "}"}).text == token_hex(*locks[i]));
+        CHECK(admin.command({"GET", key_of(names[i])}).text == hex(locks[i]->token()));
     }
     for (auto& l : locks) {
         must_release(*l);
@@ -1143,19 +1716,11 @@ TEST_CASE("client: 50 locks pipelined on one connection", "[integration][client]
     }
 }
 
-// Throughput, not a pass/fail check: acquire + release cycles per second.
-// CPU seconds this process has used, user and system.
-static double cpu_seconds() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
 TEST_CASE("client: a dead node with a cleanup waiting does not spin", "[integration][client]") {
     // Node 0 is down from the start; node 2 is held by someone else, so the
     // busy round queues cleanups, one of which waits for node 0.
     redis_server s0, s1, s2;
-    const url_list urls({tcp_url(s0), tcp_url(s1), tcp_url(s2)});
+    const url_list urls({redis_url(s0), redis_url(s1), redis_url(s2)});
     redis_client other(s2.port());
     REQUIRE(other.command({"SET", key_of("spin"), "someone", "PX", "60000"}).text == "OK");
     redis_client other1(s1.port());
@@ -1174,9 +1739,9 @@ TEST_CASE("client: a dead node with a cleanup waiting does not spin", "[integrat
     REQUIRE(c.run_for(duration::millis(100)) == client_errc::ok);
     s1.kill();
     // Idle but for the cleanup: a second of driving must mostly sleep.
-    const double before = cpu_seconds();
+    const double before = cpu_s();
     REQUIRE(c.run_for(duration::seconds(1)) == client_errc::ok);
-    const double used = cpu_seconds() - before;
+    const double used = cpu_s() - before;
     INFO("cpu seconds in run_for(1s): " << used);
     CHECK(used < 0.3);
     CHECK(c.next_deadline() > port::now());
@@ -1200,7 +1765,7 @@ void reacquire(void* ctx, client_lock& l, const lock_event& ev) {
 TEST_CASE("client: a callback re-acquiring does not rewrite a blocking call's outcome",
           "[integration][client]") {
     redis_server srv;
-    const url_list urls({tcp_url(srv)});
+    const url_list urls({redis_url(srv)});
     client<1> c;
     configure(c, urls);
     client_lock l;

@@ -4,7 +4,6 @@
 // receive buffer is skipped; and a lock request the server refuses (WRONGTYPE,
 // NOPERM, OOM, READONLY) shows in node(i) with the server's text while the
 // connection stays up.
-#include <unistd.h>
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -16,9 +15,11 @@
 #include "edgelock/port.hpp"
 #include "integration/client_helpers.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
 
 using namespace edgelock;
 using edgelock_test::configure;
+using edgelock_test::connection_id;
 using edgelock_test::key_of;
 using edgelock_test::must_acquire;
 using edgelock_test::must_release;
@@ -26,57 +27,23 @@ using edgelock_test::no_watchdog;
 using edgelock_test::options;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
+using edgelock_test::redis_url;
+using edgelock_test::sleep_ms;
 using edgelock_test::str;
-using edgelock_test::tcp_url;
 using edgelock_test::url_list;
 using edgelock_test::what;
 
 namespace {
 
-std::string show(const node_info& n) {
-    return what(n) + " warning=" + describe(n.warning) + " policy='" + str(n.maxmemory_policy) +
-           "'";
-}
-
 bool starts_with(const std::string& s, const std::string& prefix) {
     return s.compare(0, prefix.size(), prefix) == 0;
-}
-
-struct integer_reply {
-    int calls = 0;
-    resp_type type = resp_type::null;
-    long long value = 0;
-    std::string text;
-
-    static void take(void* ctx, const resp_node* nodes, std::size_t count) {
-        auto& r = *static_cast<integer_reply*>(ctx);
-        ++r.calls;
-        if (nodes != nullptr && count > 0) {
-            r.type = nodes[0].type;
-            r.value = nodes[0].integer;
-            r.text = str(nodes[0].text);
-        }
-    }
-};
-
-// The server-side id of node 0's connection: the same id, the same connection.
-long long connection_id(client_base& c) {
-    const str_view args[] = {"CLIENT", "ID"};
-    integer_reply r;
-    const client_errc e =
-        c.command(0, args, 2, port::now() + duration::seconds(3), &integer_reply::take, &r);
-    INFO(describe(e) << "; node: " << show(c.node(0)));
-    REQUIRE(e == client_errc::ok);
-    REQUIRE(r.calls == 1);
-    REQUIRE(r.type == resp_type::integer);
-    return r.value;
 }
 
 // A try_acquire the server refuses: no quorum, and node 0 says why.
 node_info must_be_refused(client_base& c, client_lock& l) {
     const op_result r = l.try_acquire();
     const node_info n = c.node(0);
-    INFO(what(r) << "; node: " << show(n));
+    INFO(what(r) << "; node: " << what(n));
     REQUIRE(r.error == client_errc::ok);
     CHECK(r.event.kind == lock_event_kind::failed);
     CHECK(r.event.reason == lock_failure::no_quorum);
@@ -95,7 +62,7 @@ TEST_CASE("client server checks: a replica fails its node at set-up", "[integrat
     redis_server master;
     redis_server replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
     const char* name = "checks-replica";
-    const url_list urls({tcp_url(replica)});
+    const url_list urls({redis_url(replica)});
     client_options co;
     co.reconnect_min = duration::millis(50);
     co.reconnect_max = duration::millis(200);
@@ -106,7 +73,7 @@ TEST_CASE("client server checks: a replica fails its node at set-up", "[integrat
 
     const op_result r = l.try_acquire();
     const node_info n = c.node(0);
-    INFO(what(r) << "; node: " << show(n));
+    INFO(what(r) << "; node: " << what(n));
     REQUIRE(r.error == client_errc::ok);
     CHECK(r.event.kind == lock_event_kind::failed);
     CHECK(r.event.reason == lock_failure::no_quorum);
@@ -131,7 +98,7 @@ TEST_CASE("client server checks: a replica fails its node at set-up", "[integrat
         REQUIRE(admin.command({"REPLICAOF", "NO", "ONE"}).text == "OK");
     }
     const op_result again = l.acquire(duration::seconds(3));
-    INFO("after REPLICAOF NO ONE: " << what(again) << "; node: " << show(c.node(0)));
+    INFO("after REPLICAOF NO ONE: " << what(again) << "; node: " << what(c.node(0)));
     REQUIRE(again.error == client_errc::ok);
     CHECK(again.event.kind == lock_event_kind::acquired);
     CHECK(c.node(0).state == node_state::ready);
@@ -180,7 +147,7 @@ TEST_CASE("client server checks: an evicting maxmemory policy is a warning",
     for (const row& w : rows) {
         INFO(w.what);
         redis_server srv(w.args);
-        const url_list urls({tcp_url(srv)});
+        const url_list urls({redis_url(srv)});
         client_options co;
         co.resp3 = w.resp3;
         client<1> c;
@@ -189,7 +156,7 @@ TEST_CASE("client server checks: an evicting maxmemory policy is a warning",
         REQUIRE(l.attach(c, "checks-evict", options(5000, 500), no_watchdog()) == client_errc::ok);
         must_acquire(l);
         const node_info n = c.node(0);
-        INFO(show(n));
+        INFO(what(n));
         CHECK(n.state == node_state::ready);
         CHECK(n.error == node_error::none);
         CHECK(n.warning == w.warning);
@@ -205,7 +172,7 @@ TEST_CASE("client server checks: the warning is read again on every connection",
           "[integration][client]") {
     redis_server srv({"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"});
     redis_client admin(srv.port());
-    const url_list urls({tcp_url(srv)});
+    const url_list urls({redis_url(srv)});
     client<1> c;
     configure(c, urls);
     REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
@@ -217,7 +184,7 @@ TEST_CASE("client server checks: the warning is read again on every connection",
     // ...and a new one reads it anew.
     c.disconnect();
     REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
-    INFO(show(c.node(0)));
+    INFO(what(c.node(0)));
     CHECK(c.node(0).warning == node_warning::none);
     CHECK(str(c.node(0).maxmemory_policy) == "noeviction");
 
@@ -243,7 +210,7 @@ TEST_CASE("client server checks: a user that may not run INFO locks without a wa
     }
     for (const bool resp3 : {false, true}) {
         INFO("resp3 " << resp3);
-        const url_list urls({tcp_url(srv, "locker:pw")});
+        const url_list urls({redis_url(srv, "locker:pw")});
         client_options co;
         co.resp3 = resp3;
         client<1> c;
@@ -252,7 +219,7 @@ TEST_CASE("client server checks: a user that may not run INFO locks without a wa
         REQUIRE(l.attach(c, "checks-noinfo", options(5000, 500), no_watchdog()) == client_errc::ok);
         must_acquire(l);
         const node_info n = c.node(0);
-        INFO(show(n));
+        INFO(what(n));
         CHECK(n.state == node_state::ready);
         CHECK(n.error == node_error::none);
         CHECK(n.message.empty());
@@ -285,7 +252,7 @@ TEST_CASE("client server checks: an INFO reply too long for the buffer is skippe
         for (int tries = 0; tries < 100 && info_size <= EDGELOCK_CLIENT_RX_BUFFER; ++tries) {
             info_size = admin.command({"INFO", "replication"}).text.size();
             if (info_size <= EDGELOCK_CLIENT_RX_BUFFER) {
-                ::usleep(20000);
+                sleep_ms(20);
             }
         }
     }
@@ -294,7 +261,7 @@ TEST_CASE("client server checks: an INFO reply too long for the buffer is skippe
 
     for (const bool resp3 : {false, true}) {
         INFO("resp3 " << resp3);
-        const url_list urls({tcp_url(srv)});
+        const url_list urls({redis_url(srv)});
         client_options co;
         co.resp3 = resp3;
         client<1> c;
@@ -304,7 +271,7 @@ TEST_CASE("client server checks: an INFO reply too long for the buffer is skippe
                 client_errc::ok);
         must_acquire(l);
         const node_info n = c.node(0);
-        INFO(show(n));
+        INFO(what(n));
         CHECK(n.state == node_state::ready);
         CHECK(n.error == node_error::none);
         // INFO memory, right behind the skipped reply, was read whole.
@@ -312,7 +279,7 @@ TEST_CASE("client server checks: an INFO reply too long for the buffer is skippe
         CHECK(str(n.maxmemory_policy) == "allkeys-lru");
         must_release(l);
         // And the connection is in step: a command gets its own reply.
-        CHECK(connection_id(c) > 0);
+        CHECK(connection_id(c, 0) > 0);
     }
 }
 
@@ -325,13 +292,13 @@ TEST_CASE("client server checks: a refused lock request shows in node(i)",
         redis_client admin(srv.port());
         const char* name = "checks-wrongtype";
         REQUIRE(admin.command({"HSET", key_of(name), "f", "v"}).integer == 1);
-        const url_list urls({tcp_url(srv)});
+        const url_list urls({redis_url(srv)});
         client<1> c;
         configure(c, urls);
         client_lock l;
         REQUIRE(l.attach(c, name, options(5000, 500), no_watchdog()) == client_errc::ok);
         REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
-        const long long id = connection_id(c);
+        const long long id = connection_id(c, 0);
 
         const node_info n = must_be_refused(c, l);
         CHECK(starts_with(str(n.message), "WRONGTYPE"));
@@ -342,23 +309,23 @@ TEST_CASE("client server checks: a refused lock request shows in node(i)",
             {"EVALSHA", str(script_acquire.sha1), "1", key_of(name), "token", "5000"});
         REQUIRE(own.type == '-');
         CHECK(str(n.message) == own.text.substr(0, EDGELOCK_CLIENT_MESSAGE));
-        CHECK(connection_id(c) == id);  // the connection stayed up
+        CHECK(connection_id(c, 0) == id);  // the connection stayed up
         CHECK(admin.command({"TYPE", key_of(name)}).text == "hash");
 
         // The latest reason: a lock reply that is not an error clears it.
         REQUIRE(admin.command({"DEL", key_of(name)}).integer == 1);
         must_acquire(l);
-        INFO(show(c.node(0)));
+        INFO(what(c.node(0)));
         CHECK(c.node(0).error == node_error::none);
         CHECK(c.node(0).message.empty());
-        CHECK(connection_id(c) == id);
+        CHECK(connection_id(c, 0) == id);
         must_release(l);
     }
 
     SECTION("NOPERM: an ACL user without EVAL and EVALSHA") {
         redis_server srv(
             {"--user", "locker", "on", ">pw", "~*", "&*", "+@all", "-eval", "-evalsha"});
-        const url_list urls({tcp_url(srv, "locker:pw")});
+        const url_list urls({redis_url(srv, "locker:pw")});
         client<1> c;
         configure(c, urls);
         client_lock l;
@@ -369,7 +336,7 @@ TEST_CASE("client server checks: a refused lock request shows in node(i)",
 
     SECTION("OOM: maxmemory 1 with noeviction") {
         redis_server srv({"--maxmemory", "1", "--maxmemory-policy", "noeviction"});
-        const url_list urls({tcp_url(srv)});
+        const url_list urls({redis_url(srv)});
         client<1> c;
         configure(c, urls);
         client_lock l;
@@ -382,7 +349,7 @@ TEST_CASE("client server checks: a refused lock request shows in node(i)",
     SECTION("READONLY: the master became a replica under a ready connection") {
         redis_server srv;
         redis_server other;
-        const url_list urls({tcp_url(srv)});
+        const url_list urls({redis_url(srv)});
         client<1> c;
         configure(c, urls);
         client_lock l;
@@ -390,7 +357,7 @@ TEST_CASE("client server checks: a refused lock request shows in node(i)",
                 client_errc::ok);
         must_acquire(l);
         must_release(l);
-        const long long id = connection_id(c);
+        const long long id = connection_id(c, 0);
         {
             redis_client admin(srv.port());
             REQUIRE(admin.command({"REPLICAOF", "127.0.0.1", std::to_string(other.port())}).text ==
@@ -398,7 +365,7 @@ TEST_CASE("client server checks: a refused lock request shows in node(i)",
         }
         const node_info n = must_be_refused(c, l);
         CHECK(starts_with(str(n.message), "READONLY"));
-        CHECK(connection_id(c) == id);
+        CHECK(connection_id(c, 0) == id);
         // A new connection's set-up sees the replica and fails the node.
         c.disconnect();
         CHECK(c.connect(port::now() + duration::seconds(3)) == 0);
@@ -408,7 +375,7 @@ TEST_CASE("client server checks: a refused lock request shows in node(i)",
     SECTION("NOSCRIPT, retried with EVAL, leaves no error behind") {
         redis_server srv;
         redis_client admin(srv.port());
-        const url_list urls({tcp_url(srv)});
+        const url_list urls({redis_url(srv)});
         client<1> c;
         configure(c, urls);
         client_lock l;
@@ -417,7 +384,7 @@ TEST_CASE("client server checks: a refused lock request shows in node(i)",
         REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
         REQUIRE(admin.command({"SCRIPT", "FLUSH"}).text == "OK");
         must_acquire(l);
-        INFO(show(c.node(0)));
+        INFO(what(c.node(0)));
         CHECK(c.node(0).error == node_error::none);
         CHECK(c.node(0).message.empty());
         must_release(l);

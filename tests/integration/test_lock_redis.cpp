@@ -3,7 +3,6 @@
 // server proves the Lua and the SHA1 digests. A small blocking runner below
 // stands in for the driver: it sends what the machine asks, feeds replies back
 // in order with their tags, and treats a dead server as a disconnect.
-#include <unistd.h>
 #include <catch2/catch.hpp>
 
 #include <deque>
@@ -11,28 +10,25 @@
 #include <string>
 #include <vector>
 
+#include "edgelock/client.hpp"
 #include "edgelock/lock.hpp"
 #include "edgelock/lock_scripts.hpp"
 #include "edgelock/port.hpp"
 #include "edgelock/resp_decoder.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
+#include "tools/hex.hpp"
+#include "tools/lock_key.hpp"
 
 using namespace edgelock;
+using edgelock_test::fence_key_of;
+using edgelock_test::hex;
+using edgelock_test::key_of;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
+using edgelock_test::sleep_us;
 
 namespace {
-
-bool fill_random(void*, void* buf, std::size_t n) {
-    return port::random_bytes(buf, n);
-}
-
-random_source system_random() {
-    random_source r;
-    r.fill = fill_random;
-    r.ctx = nullptr;
-    return r;
-}
 
 // One connection per node, shared by every lock the runner drives.
 struct runner {
@@ -133,7 +129,7 @@ struct runner {
             if (now >= l.next_deadline()) {
                 l.on_timeout(now);
             } else {
-                ::usleep(200);
+                sleep_us(200);
             }
         }
     }
@@ -149,7 +145,7 @@ lock_options options_for(lock_mode mode) {
 
 // Configures l or fails the test.
 void configure(lock& l, const char* name, std::uint8_t nodes, const lock_options& o) {
-    REQUIRE(l.configure(name, nodes, o, system_random()) == lock_errc::ok);
+    REQUIRE(l.configure(name, nodes, o, client_base::system_random()) == lock_errc::ok);
 }
 
 }  // namespace
@@ -181,11 +177,9 @@ TEST_CASE("redis: plain lock acquire, busy, renew, release", "[integration][lock
     lock_event ev = run.until_event(a);
     REQUIRE(ev.kind == lock_event_kind::acquired);
     CHECK(ev.validity_deadline > port::now());
-    char hex[owner_token::hex_size];
-    a.token().to_hex(hex);
-    const std::string token(hex, sizeof hex);
-    CHECK(admin.command({"GET", "{job}"}).text == token);
-    const long long pttl = admin.command({"PTTL", "{job}"}).integer;
+    const std::string token = hex(a.token());
+    CHECK(admin.command({"GET", key_of("job")}).text == token);
+    const long long pttl = admin.command({"PTTL", key_of("job")}).integer;
     CHECK(pttl > 9000);
     CHECK(pttl <= 10000);
 
@@ -193,18 +187,18 @@ TEST_CASE("redis: plain lock acquire, busy, renew, release", "[integration][lock
     ev = run.until_event(b);
     CHECK(ev.kind == lock_event_kind::busy);
     CHECK(ev.holder_ttl_ms > 0);
-    CHECK(admin.command({"GET", "{job}"}).text == token);  // b changed nothing
+    CHECK(admin.command({"GET", key_of("job")}).text == token);  // b changed nothing
 
-    admin.command({"PEXPIRE", "{job}", "3000"});
+    admin.command({"PEXPIRE", key_of("job"), "3000"});
     REQUIRE(a.renew(port::now()) == lock_errc::ok);
     ev = run.until_event(a);
     CHECK(ev.kind == lock_event_kind::renewed);
-    CHECK(admin.command({"PTTL", "{job}"}).integer > 9000);
+    CHECK(admin.command({"PTTL", key_of("job")}).integer > 9000);
 
     REQUIRE(a.release(port::now()) == lock_errc::ok);
     ev = run.until_event(a);
     CHECK(ev.kind == lock_event_kind::released);
-    CHECK(admin.command({"EXISTS", "{job}"}).integer == 0);
+    CHECK(admin.command({"EXISTS", key_of("job")}).integer == 0);
 
     REQUIRE(b.acquire(port::now()) == lock_errc::ok);
     CHECK(run.until_event(b).kind == lock_event_kind::acquired);
@@ -221,23 +215,23 @@ TEST_CASE("redis: a lock taken over cannot be renewed or released by the old own
     REQUIRE(run.until_event(a).kind == lock_event_kind::acquired);
 
     // The key expired and someone else took it.
-    admin.command({"SET", "{job}", "someone-else", "PX", "10000"});
+    admin.command({"SET", key_of("job"), "someone-else", "PX", "10000"});
     REQUIRE(a.renew(port::now()) == lock_errc::ok);
     const lock_event ev = run.until_event(a);
     CHECK(ev.kind == lock_event_kind::lost);
     CHECK(ev.reason == lock_failure::not_ours);
-    CHECK(admin.command({"GET", "{job}"}).text == "someone-else");
-    CHECK(admin.command({"PTTL", "{job}"}).integer <= 10000);
+    CHECK(admin.command({"GET", key_of("job")}).text == "someone-else");
+    CHECK(admin.command({"PTTL", key_of("job")}).integer <= 10000);
 
     // A renew never resurrects an expired lock (the default).
     lock c;
     configure(c, "gone", 1, options_for(lock_mode::plain));
     REQUIRE(c.acquire(port::now()) == lock_errc::ok);
     REQUIRE(run.until_event(c).kind == lock_event_kind::acquired);
-    admin.command({"DEL", "{gone}"});
+    admin.command({"DEL", key_of("gone")});
     REQUIRE(c.renew(port::now()) == lock_errc::ok);
     CHECK(run.until_event(c).kind == lock_event_kind::lost);
-    CHECK(admin.command({"EXISTS", "{gone}"}).integer == 0);
+    CHECK(admin.command({"EXISTS", key_of("gone")}).integer == 0);
 }
 
 TEST_CASE("redis: NOSCRIPT after SCRIPT FLUSH falls back to EVAL", "[integration][lock]") {
@@ -253,7 +247,7 @@ TEST_CASE("redis: NOSCRIPT after SCRIPT FLUSH falls back to EVAL", "[integration
         admin.command({"SCRIPT", "FLUSH"});
         REQUIRE(a.release(port::now()) == lock_errc::ok);
         REQUIRE(run.until_event(a).kind == lock_event_kind::released);
-        CHECK(admin.command({"EXISTS", "{job}"}).integer == 0);
+        CHECK(admin.command({"EXISTS", key_of("job")}).integer == 0);
     }
 }
 
@@ -280,17 +274,17 @@ TEST_CASE("redis: reentrant locks nest per owner", "[integration][lock]") {
     ev = run.until_event(b);
     REQUIRE(ev.kind == lock_event_kind::acquired);
     CHECK(ev.holds == 2);
-    CHECK(admin.command({"HGET", "{res}", "agent-1:task-7"}).text == "2");
+    CHECK(admin.command({"HGET", key_of("res"), "agent-1:task-7"}).text == "2");
 
     REQUIRE(other.acquire(port::now()) == lock_errc::ok);
     CHECK(run.until_event(other).kind == lock_event_kind::busy);
 
     REQUIRE(a.release(port::now()) == lock_errc::ok);
     REQUIRE(run.until_event(a).kind == lock_event_kind::released);
-    CHECK(admin.command({"HGET", "{res}", "agent-1:task-7"}).text == "1");
+    CHECK(admin.command({"HGET", key_of("res"), "agent-1:task-7"}).text == "1");
     REQUIRE(b.release(port::now()) == lock_errc::ok);
     REQUIRE(run.until_event(b).kind == lock_event_kind::released);
-    CHECK(admin.command({"EXISTS", "{res}"}).integer == 0);
+    CHECK(admin.command({"EXISTS", key_of("res")}).integer == 0);
 
     REQUIRE(other.acquire(port::now()) == lock_errc::ok);
     CHECK(run.until_event(other).kind == lock_event_kind::acquired);
@@ -310,16 +304,16 @@ TEST_CASE("redis: fenced tokens increase on one node, even when the counter is l
         REQUIRE(ev.kind == lock_event_kind::acquired);
         CHECK(ev.fence > last);
         last = ev.fence;
-        CHECK(admin.command({"GET", "{f}:fence"}).text == std::to_string(last));
+        CHECK(admin.command({"GET", fence_key_of("f")}).text == std::to_string(last));
         REQUIRE(a.release(port::now()) == lock_errc::ok);
         REQUIRE(run.until_event(a).kind == lock_event_kind::released);
         // Every other round the counter goes back, as when the node restarts
         // from an old snapshot or empty: tokens come from the server clock
         // (microseconds) at the least, so they keep increasing.
         if (i % 2 == 0) {
-            admin.command({"SET", "{f}:fence", "3"});
+            admin.command({"SET", fence_key_of("f"), "3"});
         } else {
-            admin.command({"DEL", "{f}:fence"});
+            admin.command({"DEL", fence_key_of("f")});
         }
     }
     CHECK(last > 1700000000000000);  // microseconds since 1970, after 2023
@@ -338,9 +332,9 @@ TEST_CASE("redis: fenced Redlock over 3 servers: max + 1, raised on a quorum, no
     // ahead of the servers' clocks (x is in the year 2128), or the tokens
     // would come from the clocks instead.
     const std::uint64_t x = 5000000000000000;
-    a0.command({"SET", "{r}:fence", std::to_string(x + 100)});
-    a1.command({"SET", "{r}:fence", std::to_string(x + 5)});
-    a2.command({"SET", "{r}:fence", std::to_string(x + 5)});
+    a0.command({"SET", fence_key_of("r"), std::to_string(x + 100)});
+    a1.command({"SET", fence_key_of("r"), std::to_string(x + 5)});
+    a2.command({"SET", fence_key_of("r"), std::to_string(x + 5)});
 
     std::uint64_t fence = 0;
     {
@@ -354,13 +348,13 @@ TEST_CASE("redis: fenced Redlock over 3 servers: max + 1, raised on a quorum, no
         fence = ev.fence;
         int raised = 0;
         for (redis_client* c : {&a0, &a1, &a2}) {
-            raised += std::stoull(c->command({"GET", "{r}:fence"}).text) >= x + 101 ? 1 : 0;
+            raised += std::stoull(c->command({"GET", fence_key_of("r")}).text) >= x + 101 ? 1 : 0;
         }
         CHECK(raised >= 2);
         REQUIRE(l.release(port::now()) == lock_errc::ok);
         REQUIRE(run.until_event(l).kind == lock_event_kind::released);
         for (redis_client* c : {&a0, &a1, &a2}) {
-            CHECK(c->command({"EXISTS", "{r}"}).integer == 0);
+            CHECK(c->command({"EXISTS", key_of("r")}).integer == 0);
         }
     }
 
@@ -391,6 +385,6 @@ TEST_CASE("redis: fenced Redlock over 3 servers: max + 1, raised on a quorum, no
         const lock_event ev = run.until_event(l);
         CHECK(ev.kind == lock_event_kind::failed);
         CHECK(ev.reason == lock_failure::no_quorum);
-        CHECK(a0.command({"EXISTS", "{r}"}).integer == 0);
+        CHECK(a0.command({"EXISTS", key_of("r")}).integer == 0);
     }
 }

@@ -18,7 +18,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,6 +28,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "tools/clock.hpp"
 
 namespace {
 
@@ -98,12 +99,6 @@ void usage() {
                  "  random           seeded random bytes from the moment a connection is\n"
                  "                   accepted, without end, whatever the client sends\n",
                  ok_commands);
-}
-
-double now_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
 struct connection {
@@ -331,9 +326,9 @@ int main(int argc, char** argv) {
     std::mt19937 rng(20240601u);  // seeded: the same garbage every run
     std::vector<connection> conns;
     std::uint32_t accepted = 0;
-    const double deadline = now_s() + seconds;
+    const double deadline = edgelock_test::mono_s() + seconds;
     for (;;) {
-        const double now = now_s();
+        const double now = edgelock_test::mono_s();
         if (now >= deadline) {
             break;
         }
@@ -365,7 +360,7 @@ int main(int argc, char** argv) {
             std::perror("fake_redis: poll");
             return 1;
         }
-        const double t = now_s();
+        const double t = edgelock_test::mono_s();
         // Connections first: fds[i + 1] is conns[i] until the vector changes.
         for (std::size_t i = 0; i < conns.size() && r > 0; ++i) {
             connection& c = conns[i];

@@ -55,7 +55,6 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,6 +67,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "tools/clock.hpp"
 
 namespace {
 
@@ -94,12 +95,6 @@ void usage() {
     std::fprintf(stderr,
                  "usage: fault_proxy --target HOST:PORT [--listen PORT] [--control PORT] "
                  "[--max-seconds S] [--seed N]\n");
-}
-
-std::int64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 // Decimal digits only, at most `max`.
@@ -619,7 +614,7 @@ std::string proxy::execute(const std::string& line) {
 void proxy::run(std::int64_t end) {
     std::vector<pollfd> fds;
     while (!quit_) {
-        std::int64_t now = now_ns();
+        std::int64_t now = edgelock_test::mono_ns();
         if (now >= end) {
             break;
         }
@@ -639,7 +634,7 @@ void proxy::run(std::int64_t end) {
                                        [](const control& k) { return k.fd < 0; }),
                         controls_.end());
 
-        now = now_ns();
+        now = edgelock_test::mono_ns();
         fds.clear();
         fds.push_back(pollfd{sig_fd_, POLLIN, 0});
         fds.push_back(pollfd{now >= accept_pause_until_ ? listen_fd_ : -1, POLLIN, 0});
@@ -682,7 +677,7 @@ void proxy::run(std::int64_t end) {
         if (fds[0].revents != 0) {
             break;  // SIGTERM, SIGINT, or the parent's death
         }
-        now = now_ns();
+        now = edgelock_test::mono_ns();
         const std::size_t polled = conns_.size();
         for (std::size_t i = 0; i < polled; ++i) {
             conn& c = conns_[i];
@@ -810,7 +805,8 @@ int main(int argc, char** argv) {
     std::printf("%u %u\n", static_cast<unsigned>(lport), static_cast<unsigned>(cport));
     std::fflush(stdout);
 
-    const std::int64_t end = now_ns() + static_cast<std::int64_t>(max_seconds) * 1000000000;
+    const std::int64_t end =
+        edgelock_test::mono_ns() + static_cast<std::int64_t>(max_seconds) * 1000000000;
     proxy p(target, target_len, seed, sig_pipe[0], lfd, cfd);
     p.run(end);
     ::close(lfd);

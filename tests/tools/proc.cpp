@@ -1,60 +1,172 @@
 #include "tools/proc.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 
-namespace edgelock_test {
-namespace {
+#include "tools/clock.hpp"
+#include "tools/files.hpp"
+#include "tools/net.hpp"
 
-std::int64_t monotonic_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+namespace edgelock_test {
+
+pid_t fork_dying_with_parent() {
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) {
+            ::_exit(127);  // the parent died before the request took hold
+        }
+    }
+    return pid;
 }
 
-}  // namespace
-
-pid_t spawn(const std::vector<std::string>& argv, int stdout_fd) {
+pid_t spawn(const std::vector<std::string>& argv, const spawn_options& o) {
+    // Everything the child needs is built before fork(): nothing allocates after.
     std::vector<std::string> args = argv;
     std::vector<char*> av;
     for (std::string& a : args) {
         av.push_back(&a[0]);
     }
     av.push_back(nullptr);
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
+    std::vector<std::string> envs = o.env != nullptr ? *o.env : std::vector<std::string>();
+    std::vector<char*> ev;
+    for (std::string& e : envs) {
+        ev.push_back(&e[0]);
+    }
+    ev.push_back(nullptr);
+    if (av.size() < 2) {
+        errno = EINVAL;
+        return -1;
+    }
+
+    const pid_t pid = o.dies_with_parent ? fork_dying_with_parent() : ::fork();
+    if (pid != 0) {
+        if (pid > 0 && o.own_group) {
+            ::setpgid(pid, pid);  // also here: no race with a kill_group() right after
+        }
+        return pid;
+    }
+    if (o.own_group) {
         ::setpgid(0, 0);
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) {
-            ::_exit(127);
-        }
-        if (stdout_fd >= 0) {
-            ::dup2(stdout_fd, 1);
-        }
-        ::execv(av[0], av.data());
-        ::_exit(127);
     }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) {
+        ::signal(s, SIG_DFL);
+    }
+    if (o.stdin_fd >= 0) {
+        ::dup2(o.stdin_fd, 0);
+    }
+    if (o.stdout_fd >= 0) {
+        ::dup2(o.stdout_fd, 1);
+    }
+    if (o.stderr_fd >= 0) {
+        ::dup2(o.stderr_fd, 2);
+    }
+    if (o.env != nullptr) {
+        ::execvpe(av[0], av.data(), ev.data());
+    } else {
+        ::execvp(av[0], av.data());
+    }
+    const char msg[] = "exec failed\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(127);
+}
+
+bool reap(pid_t pid, int* wait_status) {
+    if (pid <= 0) {
+        return false;
+    }
+    int st = 0;
+    pid_t r;
+    do {
+        r = ::waitpid(pid, &st, WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    if (r != pid) {
+        return false;
+    }
+    if (wait_status != nullptr) {
+        *wait_status = st;
+    }
+    return true;
+}
+
+int wait_exit(pid_t pid) {
+    if (pid <= 0) {
+        return -1;
+    }
+    int st = 0;
+    pid_t r;
+    do {
+        r = ::waitpid(pid, &st, 0);
+    } while (r < 0 && errno == EINTR);
+    return r == pid ? st : -1;
+}
+
+int exit_status(int wait_status) {
+    if (WIFEXITED(wait_status)) {
+        return WEXITSTATUS(wait_status);
+    }
+    if (WIFSIGNALED(wait_status)) {
+        return 128 + WTERMSIG(wait_status);
+    }
+    return -1;
+}
+
+void kill_group(pid_t pid, int sig) {
     if (pid > 0) {
-        ::setpgid(pid, pid);
+        ::kill(-pid, sig);
+        ::kill(pid, sig);
     }
-    return pid;
+}
+
+void kill_and_reap(pid_t pid) {
+    if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        wait_exit(pid);
+    }
+}
+
+void terminate(pid_t pid, double grace_s) {
+    if (pid <= 0) {
+        return;
+    }
+    ::kill(pid, SIGCONT);  // a stopped process cannot act on SIGTERM
+    ::kill(pid, SIGTERM);
+    const double deadline = mono_s() + grace_s;
+    while (mono_s() < deadline) {
+        if (reap(pid)) {
+            return;
+        }
+        sleep_ms(10);
+    }
+    kill_and_reap(pid);
+}
+
+char process_state(pid_t pid) {
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const std::size_t paren = stat.rfind(')');
+    return paren == std::string::npos || paren + 2 >= stat.size() ? 0 : stat[paren + 2];
+}
+
+bool alive(pid_t pid) {
+    const char state = pid > 0 ? process_state(pid) : 0;
+    return state != 0 && state != 'Z' && state != 'X';
 }
 
 std::string read_line(int fd, std::int64_t timeout_ms) {
     std::string line;
-    const std::int64_t deadline = monotonic_ns() + timeout_ms * 1000000;
-    while (line.find('\n') == std::string::npos && monotonic_ns() < deadline) {
+    const std::int64_t deadline = mono_ns() + timeout_ms * 1000000;
+    while (line.find('\n') == std::string::npos && mono_ns() < deadline) {
         pollfd p{fd, POLLIN, 0};
         if (::poll(&p, 1, 100) > 0) {
             char buf[256];
@@ -74,9 +186,11 @@ bool fault_proxy::start(const std::string& program, std::uint16_t target, std::u
     if (::pipe2(fds, O_CLOEXEC) != 0) {
         return false;
     }
+    spawn_options o;
+    o.stdout_fd = fds[1];
     pid_ = spawn({program, "--target", "127.0.0.1:" + std::to_string(target), "--max-seconds",
                   std::to_string(max_seconds), "--seed", std::to_string(seed)},
-                 fds[1]);
+                 o);
     ::close(fds[1]);
     const std::string line = read_line(fds[0], 5000);
     ::close(fds[0]);
@@ -86,12 +200,8 @@ bool fault_proxy::start(const std::string& program, std::uint16_t target, std::u
         return false;
     }
     port_ = static_cast<std::uint16_t>(listen);
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(control));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    fd_ = connect_loopback(static_cast<std::uint16_t>(control));
+    return fd_ >= 0;
 }
 
 bool fault_proxy::command(const std::string& cmd) {
@@ -118,8 +228,7 @@ void fault_proxy::stop() {
         fd_ = -1;
     }
     if (pid_ > 0) {
-        ::kill(pid_, SIGTERM);
-        ::waitpid(pid_, nullptr, 0);
+        terminate(pid_, 5.0);
         pid_ = -1;
     }
 }

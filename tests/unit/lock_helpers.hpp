@@ -1,6 +1,6 @@
-// Helpers for unit tests that drive an edgelock::lock by hand: a
-// deterministic random source, default options, and taking a node's request
-// or feeding it a reply written as RESP text.
+// Helpers for unit tests that drive an edgelock::lock by hand: default
+// options, and taking a node's request or feeding it a reply written as RESP
+// text. The deterministic random source is tools/random.hpp's counter_random.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -11,26 +11,9 @@
 
 #include "edgelock/lock.hpp"
 #include "edgelock/resp_decoder.hpp"
+#include "tools/random.hpp"
 
 namespace edgelock_test {
-
-// Deterministic bytes: a lock and its twin configured alike draw the same tokens.
-struct counter_random {
-    unsigned char next = 1;
-    bool fail = false;
-    static bool fill(void* ctx, void* buf, std::size_t n) {
-        auto* self = static_cast<counter_random*>(ctx);
-        if (self->fail) {
-            return false;
-        }
-        auto* p = static_cast<unsigned char*>(buf);
-        for (std::size_t i = 0; i < n; ++i) {
-            p[i] = self->next++;
-        }
-        return true;
-    }
-    edgelock::random_source source() { return {&counter_random::fill, this}; }
-};
 
 inline edgelock::lock_options lock_test_options(
     edgelock::lock_mode mode = edgelock::lock_mode::plain) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "edgelock/lock_scripts.hpp"
+#include "tools/hex.hpp"
 
 namespace {
 
@@ -64,14 +65,13 @@ std::string sha1_hex(const std::string& msg) {
         h[3] += d;
         h[4] += e;
     }
-    static const char digits[] = "0123456789abcdef";
-    std::string out;
-    for (std::uint32_t v : h) {
-        for (int i = 7; i >= 0; --i) {
-            out.push_back(digits[(v >> (4 * i)) & 0xf]);
-        }
+    unsigned char digest[20];
+    for (int i = 0; i < 20; ++i) {
+        digest[i] = static_cast<unsigned char>(h[i / 4] >> (24 - 8 * (i % 4)));
     }
-    return out;
+    char out[40];
+    edgelock_test::hex_encode(digest, sizeof digest, out);
+    return std::string(out, sizeof out);
 }
 
 }  // namespace

@@ -23,6 +23,9 @@
 #include <string>
 
 #include "edgelock/port.hpp"
+#include "tools/clock.hpp"
+#include "tools/files.hpp"
+#include "tools/net.hpp"
 #include "tools/skip.hpp"
 
 using namespace edgelock;
@@ -49,45 +52,6 @@ struct fd_guard {
         const int f = fd;
         fd = -1;
         return f;
-    }
-};
-
-// A listening TCP socket on the loopback address of `family`, on a port the
-// kernel picks. fd stays -1 when the family is not available here.
-struct tcp_listener {
-    fd_guard sock;
-    std::uint16_t port = 0;
-
-    explicit tcp_listener(int family) {
-        fd_guard s(::socket(family, SOCK_STREAM, 0));
-        if (s.fd < 0) {
-            return;
-        }
-        const int one = 1;
-        ::setsockopt(s.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        sockaddr_storage ss{};
-        socklen_t len = 0;
-        if (family == AF_INET6) {
-            auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-            a->sin6_family = AF_INET6;
-            a->sin6_addr = in6addr_loopback;
-            len = sizeof *a;
-        } else {
-            auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-            a->sin_family = AF_INET;
-            a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            len = sizeof *a;
-        }
-        if (::bind(s.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(s.fd, 8) != 0) {
-            return;
-        }
-        len = sizeof ss;
-        if (::getsockname(s.fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-            return;
-        }
-        port = ntohs(family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                        : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-        sock.reset(s.release());
     }
 };
 
@@ -214,25 +178,6 @@ int int_option(int fd, int level, int name) {
     return value;
 }
 
-// A private directory for Unix sockets, removed with what is left in it.
-struct temp_dir {
-    std::string path;
-    temp_dir() {
-        char tmpl[] = "/tmp/edgelock-sock-XXXXXX";
-        if (::mkdtemp(tmpl) != nullptr) {
-            path = tmpl;
-        }
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-    ~temp_dir() {
-        if (!path.empty()) {
-            ::unlink((path + "/node.sock").c_str());
-            ::rmdir(path.c_str());
-        }
-    }
-};
-
 // Catches SIGALRM for the lifetime of the object (no SA_RESTART) and fires it
 // every `period_us` microseconds, so a wait is interrupted even if the first
 // signal lands before poll() starts.
@@ -293,11 +238,11 @@ TEST_CASE("port socket: describe() names every status", "[port]") {
 }
 
 TEST_CASE("port socket: TCP over IPv4 loopback connects and carries bytes", "[port]") {
-    tcp_listener listener(AF_INET);
-    REQUIRE(listener.sock.fd >= 0);
+    edgelock_test::loopback_listener listener(AF_INET);
+    REQUIRE(listener.fd() >= 0);
     fd_guard client;
     fd_guard server;
-    connect_pair(tcp_endpoint("127.0.0.1", listener.port), listener.sock.fd, client, server);
+    connect_pair(tcp_endpoint("127.0.0.1", listener.port()), listener.fd(), client, server);
 
     SECTION("the socket is set up for request/reply") {
         REQUIRE(int_option(client.fd, IPPROTO_TCP, TCP_NODELAY) != 0);
@@ -349,7 +294,7 @@ TEST_CASE("port socket: TCP over IPv4 loopback connects and carries bytes", "[po
 
     SECTION("a literal has exactly one address") {
         int fd = -1;
-        const port::net_result r = port::connect(tcp_endpoint("127.0.0.1", listener.port), 1, fd);
+        const port::net_result r = port::connect(tcp_endpoint("127.0.0.1", listener.port()), 1, fd);
         REQUIRE(r.status == port::net_status::no_address);
         REQUIRE(fd == -1);
     }
@@ -360,9 +305,9 @@ TEST_CASE("port socket: a closed TCP port is refused", "[port]") {
     {
         // Bound and listening, then closed: nothing listens there any more,
         // and the kernel will not hand the port out again right away.
-        tcp_listener probe(AF_INET);
-        REQUIRE(probe.sock.fd >= 0);
-        free_port = probe.port;
+        edgelock_test::loopback_listener probe(AF_INET);
+        REQUIRE(probe.fd() >= 0);
+        free_port = probe.port();
     }
     int fd = -1;
     const port::net_result r = port::connect(tcp_endpoint("127.0.0.1", free_port), 0, fd);
@@ -382,22 +327,22 @@ TEST_CASE("port socket: a closed TCP port is refused", "[port]") {
 }
 
 TEST_CASE("port socket: TCP over IPv6 loopback", "[port]") {
-    tcp_listener listener(AF_INET6);
-    if (listener.sock.fd < 0) {
+    edgelock_test::loopback_listener listener(AF_INET6);
+    if (listener.fd() < 0) {
         edgelock_test::skip("no IPv6 loopback here (socket or bind to ::1 failed)");
         return;
     }
     fd_guard client;
     fd_guard server;
-    connect_pair(tcp_endpoint("::1", listener.port), listener.sock.fd, client, server);
+    connect_pair(tcp_endpoint("::1", listener.port()), listener.fd(), client, server);
     REQUIRE(int_option(client.fd, IPPROTO_TCP, TCP_NODELAY) != 0);
     check_round_trip(client.fd, server.fd);
 }
 
 TEST_CASE("port socket: localhost resolves to the listener on some attempt", "[port]") {
-    tcp_listener listener(AF_INET);
-    REQUIRE(listener.sock.fd >= 0);
-    const port::endpoint where = tcp_endpoint("localhost", listener.port);
+    edgelock_test::loopback_listener listener(AF_INET);
+    REQUIRE(listener.fd() >= 0);
+    const port::endpoint where = tcp_endpoint("localhost", listener.port());
     bool reached = false;
     unsigned attempt = 0;
     for (; attempt < 16 && !reached; ++attempt) {
@@ -414,7 +359,7 @@ TEST_CASE("port socket: localhost resolves to the listener on some attempt", "[p
         // Another address of localhost (::1 when only 127.0.0.1 listens) may
         // refuse; the next attempt takes the next address.
         if (finish(r, fd) == port::net_status::ok) {
-            fd_guard server(accept_within(listener.sock.fd));
+            fd_guard server(accept_within(listener.fd()));
             REQUIRE(server.fd >= 0);
             check_round_trip(client.fd, server.fd);
             reached = true;
@@ -433,17 +378,17 @@ TEST_CASE("port socket: localhost resolves to the listener on some attempt", "[p
 TEST_CASE("port socket: a numeric form inet_pton rejects still avoids DNS", "[port]") {
     // "127.1" is 127.0.0.1 to getaddrinfo(AI_NUMERICHOST) on glibc and musl;
     // a libc that rejects the short form must say so, not look it up.
-    tcp_listener listener(AF_INET);
-    REQUIRE(listener.sock.fd >= 0);
+    edgelock_test::loopback_listener listener(AF_INET);
+    REQUIRE(listener.fd() >= 0);
     int fd = -1;
-    const port::net_result r = port::connect(tcp_endpoint("127.1", listener.port), 0, fd);
+    const port::net_result r = port::connect(tcp_endpoint("127.1", listener.port()), 0, fd);
     fd_guard client(fd);
     if (r.status == port::net_status::resolve_failed) {
         edgelock_test::skip("this libc does not take 127.1 as numeric");
         return;
     }
     REQUIRE(finish(r, fd) == port::net_status::ok);
-    fd_guard server(accept_within(listener.sock.fd));
+    fd_guard server(accept_within(listener.fd()));
     REQUIRE(server.fd >= 0);
     check_round_trip(client.fd, server.fd);
 }
@@ -475,7 +420,7 @@ TEST_CASE("port socket: unusable TCP endpoints are bad arguments", "[port]") {
 }
 
 TEST_CASE("port socket: Unix domain sockets", "[port]") {
-    temp_dir dir;
+    edgelock_test::temp_dir dir("edgelock-sock");
     REQUIRE(!dir.path.empty());
     const std::string path = dir.path + "/node.sock";
 
@@ -546,11 +491,11 @@ TEST_CASE("port socket: Unix domain sockets", "[port]") {
 }
 
 TEST_CASE("port socket: sending into a broken TCP connection says reset", "[port]") {
-    tcp_listener listener(AF_INET);
-    REQUIRE(listener.sock.fd >= 0);
+    edgelock_test::loopback_listener listener(AF_INET);
+    REQUIRE(listener.fd() >= 0);
     fd_guard client;
     fd_guard server;
-    connect_pair(tcp_endpoint("127.0.0.1", listener.port), listener.sock.fd, client, server);
+    connect_pair(tcp_endpoint("127.0.0.1", listener.port()), listener.fd(), client, server);
 
     SECTION("the peer closed, then answered our data with a reset") {
         server.reset();
@@ -562,7 +507,7 @@ TEST_CASE("port socket: sending into a broken TCP connection says reset", "[port
         do {
             s = port::send(client.fd, "PING\r\n", 6);
             if (s.status == port::net_status::ok) {
-                ::usleep(5000);
+                edgelock_test::sleep_ms(5);
             }
         } while (s.status == port::net_status::ok && port::now() < deadline);
         REQUIRE(s.status == port::net_status::reset);
@@ -586,11 +531,11 @@ TEST_CASE("port socket: sending into a broken TCP connection says reset", "[port
 }
 
 TEST_CASE("port socket: wait() sleeps until the deadline when nothing is ready", "[port]") {
-    tcp_listener listener(AF_INET);
-    REQUIRE(listener.sock.fd >= 0);
+    edgelock_test::loopback_listener listener(AF_INET);
+    REQUIRE(listener.fd() >= 0);
     fd_guard client;
     fd_guard server;
-    connect_pair(tcp_endpoint("127.0.0.1", listener.port), listener.sock.fd, client, server);
+    connect_pair(tcp_endpoint("127.0.0.1", listener.port()), listener.fd(), client, server);
 
     port::wait_entry entries[3];
     entries[0].fd = client.fd;
@@ -599,7 +544,7 @@ TEST_CASE("port socket: wait() sleeps until the deadline when nothing is ready",
     entries[1].fd = -1;       // ignored
     entries[1].want = port::want_read | port::want_write;
     entries[1].ready = 0xff;
-    entries[2].fd = listener.sock.fd;  // no pending connection
+    entries[2].fd = listener.fd();  // no pending connection
     entries[2].want = port::want_read;
 
     const instant start = port::now();
@@ -616,11 +561,11 @@ TEST_CASE("port socket: wait() sleeps until the deadline when nothing is ready",
 }
 
 TEST_CASE("port socket: wait() reports readiness", "[port]") {
-    tcp_listener listener(AF_INET);
-    REQUIRE(listener.sock.fd >= 0);
+    edgelock_test::loopback_listener listener(AF_INET);
+    REQUIRE(listener.fd() >= 0);
     fd_guard client;
     fd_guard server;
-    connect_pair(tcp_endpoint("127.0.0.1", listener.port), listener.sock.fd, client, server);
+    connect_pair(tcp_endpoint("127.0.0.1", listener.port()), listener.fd(), client, server);
     REQUIRE(::send(server.fd, "x", 1, 0) == 1);
 
     port::wait_entry entries[3];
@@ -680,10 +625,10 @@ TEST_CASE("port socket: wait() reports readiness", "[port]") {
 }
 
 TEST_CASE("port socket: wait() returns 0 when a signal interrupts it", "[port]") {
-    tcp_listener listener(AF_INET);
-    REQUIRE(listener.sock.fd >= 0);
+    edgelock_test::loopback_listener listener(AF_INET);
+    REQUIRE(listener.fd() >= 0);
     port::wait_entry e;
-    e.fd = listener.sock.fd;
+    e.fd = listener.fd();
     e.want = port::want_read;
     e.ready = 0xff;
 
@@ -703,4 +648,35 @@ TEST_CASE("port socket: wait() limits", "[port]") {
     REQUIRE(port::wait(many, 64, instant{0}) == 0);
     REQUIRE(port::wait(nullptr, 0, instant{0}) == 0);
     REQUIRE(port::wait(nullptr, 1, instant{0}) == -1);
+}
+
+TEST_CASE("bad input: port calls on a descriptor that is not open", "[bad-input]") {
+    char buf[8] = {};
+    for (const int fd : {-1, 1 << 20}) {
+        INFO("fd " << fd);
+        const edgelock::port::net_result s = edgelock::port::send(fd, "x", 1);
+        CHECK(s.status == edgelock::port::net_status::error);
+        CHECK(s.code == EBADF);
+        CHECK(s.size == 0);
+        const edgelock::port::net_result r = edgelock::port::recv(fd, buf, sizeof buf);
+        CHECK(r.status == edgelock::port::net_status::error);
+        CHECK(r.code == EBADF);
+        CHECK(r.size == 0);
+        const edgelock::port::net_result f = edgelock::port::connect_finish(fd);
+        CHECK(f.status == edgelock::port::net_status::error);
+        CHECK(f.code == EBADF);
+        edgelock::port::close(fd);  // harmless
+    }
+    // Too many entries: refused before any entry is touched.
+    edgelock::port::wait_entry many[65];
+    for (edgelock::port::wait_entry& e : many) {
+        e.fd = 0;
+        e.want = edgelock::port::want_read;
+        e.ready = 0x5a;
+    }
+    CHECK(edgelock::port::wait(many, 65, instant{0}) == -1);
+    for (const edgelock::port::wait_entry& e : many) {
+        CHECK(e.ready == 0x5a);
+    }
+    CHECK(edgelock::port::random_bytes(nullptr, 0));
 }

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -1520,6 +1521,210 @@ TEST_CASE("resp decoder: a huge length is never a null or a short bulk, whatever
     const resp_result r = resp_decode_whole(buffer.get(), ok.size(), &node, 1, unlimited);
     REQUIRE(r.status == resp_status::complete);
     CHECK(node.text == str_view("hello"));
+}
+
+// --- bad input: a hostile server's inputs at the default and at tiny limits ---------------
+
+struct decode_outcome {
+    edgelock::resp_result result;
+    bool nodes_past_capacity_untouched = true;
+};
+
+// Decodes `input` fed in pieces of `piece` bytes (0: whole) into `capacity`
+// nodes, with sentinels after them.
+decode_outcome decode_in_pieces(const std::string& input, std::size_t piece,
+                                std::size_t capacity = 8,
+                                const edgelock::resp_limits& limits = {}) {
+    std::vector<edgelock::resp_node> nodes(capacity + 4);
+    for (std::size_t i = capacity; i < nodes.size(); ++i) {
+        nodes[i].type = edgelock::resp_type::push;
+        nodes[i].integer = 4242;
+    }
+    edgelock::resp_decoder d(limits);
+    decode_outcome out;
+    std::size_t given = piece == 0 ? input.size() : 0;
+    for (;;) {
+        if (piece != 0) {
+            given = given + piece < input.size() ? given + piece : input.size();
+        }
+        out.result = d.decode(input.data(), given, nodes.data(), capacity);
+        if (out.result.status != edgelock::resp_status::incomplete || given == input.size()) {
+            break;
+        }
+    }
+    for (std::size_t i = capacity; i < nodes.size(); ++i) {
+        out.nodes_past_capacity_untouched = out.nodes_past_capacity_untouched &&
+                                            nodes[i].type == edgelock::resp_type::push &&
+                                            nodes[i].integer == 4242;
+    }
+    return out;
+}
+
+TEST_CASE("bad input: 100,000-deep nesting fails at the depth limit, whole or trickled",
+          "[bad-input]") {
+    std::string deep;
+    deep.reserve(400000);
+    for (int i = 0; i < 100000; ++i) {
+        deep += "*1\r\n";
+    }
+    for (const std::size_t piece : {std::size_t{0}, std::size_t{1}, std::size_t{4096}}) {
+        INFO("piece " << piece);
+        const decode_outcome o = decode_in_pieces(deep, piece, 64);
+        CHECK(o.result.status == edgelock::resp_status::error);
+        CHECK(o.result.error == edgelock::resp_errc::too_deep);
+        CHECK(o.result.offset == 4 * std::size_t{EDGELOCK_RESP_MAX_DEPTH});
+        CHECK(o.nodes_past_capacity_untouched);
+    }
+    // A depth limit asked above the decoder's stack is clamped, not trusted.
+    edgelock::resp_limits wide;
+    wide.max_depth = 100000;
+    const decode_outcome o = decode_in_pieces(deep, 0, 64, wide);
+    CHECK(o.result.error == edgelock::resp_errc::too_deep);
+    CHECK(o.result.offset == 4 * std::size_t{EDGELOCK_RESP_MAX_DEPTH});
+}
+
+TEST_CASE("bad input: a 1 MB error line stops at the line limit", "[bad-input]") {
+    const std::string big = "-ERR " + std::string(1000000, 'x') + "\r\n";
+    for (const std::size_t piece : {std::size_t{0}, std::size_t{65536}, std::size_t{1000}}) {
+        INFO("piece " << piece);
+        const decode_outcome o = decode_in_pieces(big, piece);
+        CHECK(o.result.status == edgelock::resp_status::error);
+        CHECK(o.result.error == edgelock::resp_errc::line_too_long);
+        CHECK(o.result.offset == 1 + std::size_t{EDGELOCK_RESP_MAX_LINE});
+    }
+    // As a bulk error it is over the bulk limit on its header alone.
+    const std::string bulk = "!1000005\r\n";
+    edgelock::resp_limits small;
+    small.max_bulk = 1000000;
+    const decode_outcome b = decode_in_pieces(bulk, 0, 8, small);
+    CHECK(b.result.error == edgelock::resp_errc::bulk_too_long);
+    CHECK(b.result.offset == 1);
+}
+
+TEST_CASE("bad input: lengths of 2^63 and negative lengths at the default limits", "[bad-input]") {
+    struct row {
+        std::string input;
+        edgelock::resp_errc error;
+        std::size_t offset;
+    };
+    const row rows[] = {
+        {"$9223372036854775808\r\n", edgelock::resp_errc::bulk_too_long, 1},
+        {"!9223372036854775808\r\n", edgelock::resp_errc::bulk_too_long, 1},
+        {"=9223372036854775808\r\n", edgelock::resp_errc::bulk_too_long, 1},
+        {"*9223372036854775808\r\n", edgelock::resp_errc::too_many_elements, 1},
+        {"%4611686018427387904\r\n", edgelock::resp_errc::too_many_elements, 1},
+        {"|9223372036854775808\r\n", edgelock::resp_errc::too_many_elements, 1},
+        {"*1\r\n$9223372036854775808\r\n", edgelock::resp_errc::bulk_too_long, 5},
+        {"$-9223372036854775808\r\n", edgelock::resp_errc::bad_length, 2},
+        {"*-9223372036854775808\r\n", edgelock::resp_errc::bad_length, 2},
+        {"~-1\r\n", edgelock::resp_errc::bad_length, 1},
+        {"$-2\r\n", edgelock::resp_errc::bad_length, 2},
+        {"*-5\r\n", edgelock::resp_errc::bad_length, 2},
+        {":9223372036854775808\r\n", edgelock::resp_errc::integer_overflow, 19},
+        {":-9223372036854775809\r\n", edgelock::resp_errc::integer_overflow, 20},
+    };
+    for (const row& r : rows) {
+        INFO(r.input.substr(0, r.input.size() - 2));
+        const decode_outcome o = decode_in_pieces(r.input, 0);
+        CHECK(o.result.status == edgelock::resp_status::error);
+        CHECK(o.result.error == r.error);
+        CHECK(o.result.offset == r.offset);
+        CHECK(o.nodes_past_capacity_untouched);
+    }
+}
+
+TEST_CASE("bad input: limits of zero refuse everything that needs room", "[bad-input]") {
+    // Every header is a line too: with max_line 0 only empty lines pass.
+    edgelock::resp_limits zero;
+    zero.max_depth = 0;
+    zero.max_elements = 0;
+    zero.max_bulk = 0;
+    zero.max_line = 0;
+    // Only the aggregate limits at zero.
+    edgelock::resp_limits flat;
+    flat.max_depth = 0;
+    flat.max_elements = 0;
+    // Only the bulk limit at zero.
+    edgelock::resp_limits no_bulk;
+    no_bulk.max_bulk = 0;
+    struct row {
+        std::string input;
+        const edgelock::resp_limits& limits;
+        edgelock::resp_status status;
+        edgelock::resp_errc error;
+        std::size_t offset;
+    };
+    const row rows[] = {
+        {"+a\r\n", zero, edgelock::resp_status::error, edgelock::resp_errc::line_too_long, 1},
+        {":1\r\n", zero, edgelock::resp_status::error, edgelock::resp_errc::line_too_long, 1},
+        {"*0\r\n", zero, edgelock::resp_status::error, edgelock::resp_errc::line_too_long, 1},
+        {"+\r\n", zero, edgelock::resp_status::complete, edgelock::resp_errc::ok, 0},
+        {"_\r\n", zero, edgelock::resp_status::complete, edgelock::resp_errc::ok, 0},
+        {"*0\r\n", flat, edgelock::resp_status::error, edgelock::resp_errc::too_deep, 0},
+        {"%0\r\n", flat, edgelock::resp_status::error, edgelock::resp_errc::too_deep, 0},
+        {"*1\r\n:1\r\n", flat, edgelock::resp_status::error, edgelock::resp_errc::too_many_elements,
+         1},
+        {"*-1\r\n", flat, edgelock::resp_status::complete, edgelock::resp_errc::ok, 0},
+        {"$1\r\na\r\n", no_bulk, edgelock::resp_status::error, edgelock::resp_errc::bulk_too_long,
+         1},
+        {"$0\r\n\r\n", no_bulk, edgelock::resp_status::complete, edgelock::resp_errc::ok, 0},
+    };
+    for (const row& r : rows) {
+        INFO(r.input);
+        const decode_outcome o = decode_in_pieces(r.input, 0, 4, r.limits);
+        CHECK(o.result.status == r.status);
+        CHECK(o.result.error == r.error);
+        if (r.status == edgelock::resp_status::error) {
+            CHECK(o.result.offset == r.offset);
+        }
+    }
+}
+
+TEST_CASE("bad input: random bytes never overrun the input or the node array", "[bad-input]") {
+    std::mt19937 rng(424242u);
+    const char alphabet[] = "+-:$*_#,(!=%~|>\r\n0123456789-?tfx";
+    for (int round = 0; round < 3000; ++round) {
+        const std::size_t size = 1 + rng() % 200;
+        std::vector<char> input(size);
+        const bool structured = round % 2 == 0;  // half from RESP's own bytes
+        for (char& c : input) {
+            c = structured ? alphabet[rng() % (sizeof alphabet - 1)]
+                           : static_cast<char>(rng() & 0xffu);
+        }
+        const std::size_t capacity = rng() % 6;
+        std::vector<edgelock::resp_node> nodes(capacity + 2);
+        for (std::size_t i = capacity; i < nodes.size(); ++i) {
+            nodes[i].integer = 777;
+        }
+        edgelock::resp_decoder d;
+        const edgelock::resp_result r = d.decode(input.data(), size, nodes.data(), capacity);
+        INFO("round " << round);
+        switch (r.status) {
+        case edgelock::resp_status::complete:
+            CHECK(r.size <= size);
+            CHECK(r.nodes <= capacity);
+            break;
+        case edgelock::resp_status::incomplete:
+            CHECK(r.needed > size);
+            break;
+        case edgelock::resp_status::error:
+            CHECK(r.error != edgelock::resp_errc::ok);
+            CHECK(r.offset < size);
+            break;
+        }
+        for (std::size_t i = capacity; i < nodes.size(); ++i) {
+            CHECK(nodes[i].integer == 777);
+        }
+    }
+    // No bytes at all, from no pointer: just incomplete.
+    edgelock::resp_decoder d;
+    edgelock::resp_node node;
+    node.integer = 777;
+    const edgelock::resp_result r = d.decode(nullptr, 0, &node, 1);
+    CHECK(r.status == edgelock::resp_status::incomplete);
+    CHECK(r.needed == 1);
+    CHECK(node.integer == 777);
+    CHECK_FALSE(d.in_progress());
 }
 
 }  // namespace

@@ -376,5 +376,26 @@ TEST_CASE("resp encoder: describe() names every error code", "[resp]") {
     }
 }
 
+TEST_CASE("bad input: the encoder with null pointers and sizes", "[bad-input]") {
+    const str_view args[] = {"SET", "k", "v"};
+    // A null buffer claiming room is sized, never written through.
+    const edgelock::resp_encoded r = edgelock::resp_encode_command(nullptr, 4096, args, 3);
+    CHECK(r.error == edgelock::resp_encode_errc::buffer_too_small);
+    CHECK(r.size == 27);
+    // A null argument array with a count is no command at all.
+    char out[64];
+    std::memset(out, sentinel, sizeof out);
+    const edgelock::resp_encoded n = edgelock::resp_encode_command(out, sizeof out, nullptr, 3);
+    CHECK(n.error == edgelock::resp_encode_errc::empty_command);
+    CHECK(edgelock::resp_command_size(nullptr, 3) == 0);
+    CHECK(std::string(out, sizeof out) == std::string(sizeof out, sentinel));
+    // An empty view with a null pointer is an empty argument, read as zero bytes.
+    const str_view empty_arg[] = {str_view(nullptr, 0)};
+    const edgelock::resp_encoded e = edgelock::resp_encode_command(out, sizeof out, empty_arg, 1);
+    REQUIRE(e.error == edgelock::resp_encode_errc::ok);
+    CHECK(std::string(out, e.size) == "*1\r\n$0\r\n\r\n");
+    CHECK(out[e.size] == sentinel);
+}
+
 }  // namespace
 }  // namespace edgelock
