@@ -38,6 +38,23 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
             l.timers_.stop(client_lock::timer::renew);
             break;
         }
+        if (ev.kind == lock_event_kind::lost && l.queued_ != client_lock::op::none) {
+            // A renew or release still waiting for a node to connect has
+            // nothing left to act on: it ends here, not when it would have
+            // begun, so the lock is free for a new acquisition at once. A
+            // blocking renew hears `lost`; a blocking release, not_held.
+            const client_lock::op queued = l.queued_;
+            l.queued_ = client_lock::op::none;
+            l.timers_.stop(client_lock::timer::begin_by);
+            if (l.waiter_ != nullptr) {
+                if (queued == client_lock::op::renew) {
+                    l.waiter_->event = ev;
+                } else {
+                    l.waiter_->error = client_errc::not_held;
+                }
+                l.waiter_ = nullptr;
+            }
+        }
         if (l.running_ != client_lock::op::none) {
             bool ends = false;
             switch (l.running_) {

@@ -1,418 +1,306 @@
-// A simulated Redis node for the lock machine's tests: a keyspace with expiry on
-// virtual time, the handful of commands the lock uses, and a script cache.
+// A simulated Redis node: keyspaces with expiry on virtual time (sim/keyspace.hpp),
+// the lock scripts (sim/redis_scripts.hpp), a script cache, and what a
+// client's connection set-up talks to: AUTH, HELLO, SELECT, CLIENT SETNAME,
+// INFO and SCRIPT LOAD, each answering per connection (a session).
 //
-// Scripts are interpreted natively: EVALSHA looks the digest up in the node's
-// script cache (empty after every restart, as on a real server, so NOSCRIPT
-// happens), EVAL finds the script by its exact text and caches its digest. The
-// native code follows the Lua of lock_scripts.cpp line by line; the
-// integration tests against redis-server check the Lua itself.
+// A node can be made to refuse any command with an error of the test's choice
+// (an ACL denial, LOADING, a wrong password...), to be a replica, or to run
+// with an evicting maxmemory policy, so every set-up step can fail.
+//
+// EVALSHA looks the digest up in the node's script cache (empty after every
+// restart, as on a real server, so NOSCRIPT happens); EVAL and SCRIPT LOAD
+// find the script by its exact text and cache its digest.
 //
 // Test code: allocates and throws freely.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "edgelock/lock_scripts.hpp"
+#include "sim/keyspace.hpp"
+#include "sim/redis_scripts.hpp"
 
 namespace sim {
 
-struct redis_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-inline std::string resp_int(std::int64_t v) {
-    return ":" + std::to_string(v) + "\r\n";
-}
-inline std::string resp_pair(std::int64_t a, std::int64_t b) {
-    return "*2\r\n" + resp_int(a) + resp_int(b);
-}
-inline std::string resp_ok() {
-    return "+OK\r\n";
-}
-inline std::string resp_nil() {
-    return "$-1\r\n";
-}
-inline std::string resp_bulk(const std::string& s) {
-    return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
-}
-inline std::string resp_err(const std::string& s) {
-    return "-" + s + "\r\n";
-}
-
-inline std::string to_std(edgelock::str_view v) {
-    return std::string(v.data, v.size);
-}
-
-class redis_node {
+class redis_node : public keyspace {
 public:
-    // The server's TIME in microseconds: the simulated clock, from a
-    // realistic wall-clock epoch (fencing tokens never fall below it).
-    static constexpr std::int64_t clock_base_us = 1700000000000000;
-    static std::int64_t time_us(std::uint64_t now) {
-        return clock_base_us + static_cast<std::int64_t>(now);
-    }
-    struct entry {
-        bool hash = false;
-        std::string str;
-        std::map<std::string, std::string> fields;
-        std::uint64_t expire_at = 0;  // virtual us; 0: no expiry
+    static std::int64_t time_us(std::uint64_t now) { return server_time_us(now); }
+
+    // The server side of one client connection.
+    struct session {
+        int protocol = 2;
+        bool authenticated = false;
+        std::uint32_t db = 0;
+        std::string name;
     };
 
-    std::map<std::string, entry> data;
+    // --- what the server is -------------------------------------------------
+    std::string password;          // requirepass; empty: none (the default user has nopass)
+    std::string user = "default";  // the ACL user the password belongs to
+    bool speaks_resp3 = true;      // false: HELLO is an unknown command (Redis before 6)
+    bool replica = false;          // INFO replication says role:slave
+    std::string master_host = "10.0.0.99";
+    std::string master_port = "6379";
+    std::uint64_t maxmemory = 0;
+    std::string maxmemory_policy = "noeviction";
+    std::size_t info_padding = 0;  // bytes of filler fields in every INFO reply
+    // An error reply forced on a command, keyed by its name ("SELECT") or its
+    // name and subcommand ("CLIENT SETNAME", "INFO MEMORY", "SCRIPT LOAD").
+    std::map<std::string, std::string> refusals;
+
+    // --- state and counters -------------------------------------------------
     std::set<std::string> script_cache;
+    std::map<std::uint32_t, keyspace> other_dbs;  // SELECTed 1..15; db 0 is this keyspace
     std::uint64_t commands = 0;
     std::uint64_t noscripts = 0;
     std::uint64_t evals = 0;
+    std::map<std::string, std::uint64_t> calls;  // by command name, upper case
 
-    // A restart always empties the script cache; the keyspace survives only
+    // A restart always empties the script cache; the keyspaces survive only
     // with persistence (AOF, appendfsync always).
     void restart(bool keep_data) {
         script_cache.clear();
         if (!keep_data) {
             data.clear();
+            other_dbs.clear();
         }
     }
 
-    entry* find(const std::string& key, std::uint64_t now) {
-        auto it = data.find(key);
-        if (it == data.end()) {
-            return nullptr;
-        }
-        if (it->second.expire_at != 0 && it->second.expire_at <= now) {
-            data.erase(it);
-            return nullptr;
-        }
-        return &it->second;
+    keyspace& db(std::uint32_t index) { return index == 0 ? *this : other_dbs[index]; }
+
+    // Lock requests sent to this node (EVAL and EVALSHA).
+    std::uint64_t lock_requests() const { return count_of("EVALSHA") + count_of("EVAL"); }
+    std::uint64_t count_of(const std::string& command) const {
+        const auto it = calls.find(command);
+        return it == calls.end() ? 0 : it->second;
     }
 
-    std::string execute(const std::vector<std::string>& argv, std::uint64_t now) {
+    std::string execute(session& s, const std::vector<std::string>& argv, std::uint64_t now) {
         ++commands;
         try {
-            return dispatch(argv, now);
+            return dispatch(s, argv, now);
         } catch (const redis_error& e) {
             return resp_err(e.what());
         }
     }
 
+    // A command outside any connection: authenticated, RESP2, db 0.
+    std::string execute(const std::vector<std::string>& argv, std::uint64_t now) {
+        session s;
+        s.authenticated = true;
+        return execute(s, argv, now);
+    }
+
 private:
-    static std::int64_t parse_int(const std::string& s) {
-        if (s.empty() || s.size() > 19) {
-            throw redis_error("ERR value is not an integer or out of range");
+    bool credentials_ok(const std::string& u, const std::string& p) const {
+        if (password.empty()) {
+            return u == "default";  // nopass: any password works
         }
-        std::size_t i = s[0] == '-' ? 1 : 0;
-        if (i == s.size()) {
-            throw redis_error("ERR value is not an integer or out of range");
-        }
-        std::int64_t v = 0;
-        for (; i < s.size(); ++i) {
-            if (s[i] < '0' || s[i] > '9') {
-                throw redis_error("ERR value is not an integer or out of range");
-            }
-            v = v * 10 + (s[i] - '0');
-        }
-        return s[0] == '-' ? -v : v;
-    }
-    static std::string upper(std::string s) {
-        for (char& c : s) {
-            if (c >= 'a' && c <= 'z') {
-                c = static_cast<char>(c - 'a' + 'A');
-            }
-        }
-        return s;
-    }
-    static void wrongtype() {
-        throw redis_error("WRONGTYPE Operation against a key holding the wrong kind of value");
+        return u == user && p == password;
     }
 
-    // Primitives, each as the Redis command of the same name behaves.
-    bool get(const std::string& k, std::uint64_t now, std::string& out) {
-        entry* e = find(k, now);
-        if (e == nullptr) {
-            return false;
+    std::string info(const std::string& section, int protocol) const {
+        const std::string which = upper(section);
+        const bool all = which.empty() || which == "ALL" || which == "DEFAULT";
+        std::string text;
+        if (all || which == "REPLICATION") {
+            text += "# Replication\r\n";
+            if (replica) {
+                text += "role:slave\r\nmaster_host:" + master_host +
+                        "\r\nmaster_port:" + master_port + "\r\nmaster_link_status:up\r\n";
+            } else {
+                text += "role:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n";
+            }
         }
-        if (e->hash) {
-            wrongtype();
+        if (all || which == "MEMORY") {
+            text += "# Memory\r\nused_memory:1048576\r\nmaxmemory:" + std::to_string(maxmemory) +
+                    "\r\nmaxmemory_policy:" + maxmemory_policy + "\r\n";
         }
-        out = e->str;
-        return true;
-    }
-    bool set_nx_px(const std::string& k, const std::string& v, std::int64_t px, std::uint64_t now) {
-        if (px <= 0) {
-            throw redis_error("ERR invalid expire time in 'set' command");
+        if (info_padding > 0) {
+            text += "# Filler\r\n";
+            for (std::size_t i = 0; text.size() < info_padding; ++i) {
+                text += "filler_" + std::to_string(i) + ":" + std::string(40, 'x') + "\r\n";
+            }
         }
-        if (find(k, now) != nullptr) {
-            return false;
-        }
-        entry e;
-        e.str = v;
-        e.expire_at = now + static_cast<std::uint64_t>(px) * 1000;
-        data[k] = e;
-        return true;
-    }
-    void set(const std::string& k, const std::string& v) {
-        entry e;
-        e.str = v;
-        data[k] = e;  // SET without options drops any ttl
-    }
-    std::int64_t pexpire(const std::string& k, std::int64_t px, std::uint64_t now) {
-        entry* e = find(k, now);
-        if (e == nullptr) {
-            return 0;
-        }
-        if (px <= 0) {
-            data.erase(k);
-            return 1;
-        }
-        e->expire_at = now + static_cast<std::uint64_t>(px) * 1000;
-        return 1;
-    }
-    std::int64_t pttl(const std::string& k, std::uint64_t now) {
-        entry* e = find(k, now);
-        if (e == nullptr) {
-            return -2;
-        }
-        if (e->expire_at == 0) {
-            return -1;
-        }
-        return static_cast<std::int64_t>((e->expire_at - now + 999) / 1000);
-    }
-    std::int64_t del(const std::string& k, std::uint64_t now) {
-        if (find(k, now) == nullptr) {
-            return 0;
-        }
-        data.erase(k);
-        return 1;
-    }
-    std::int64_t incr(const std::string& k, std::uint64_t now) {
-        std::string cur;
-        std::int64_t v = get(k, now, cur) ? parse_int(cur) : 0;
-        ++v;
-        entry* e = find(k, now);
-        if (e != nullptr) {
-            e->str = std::to_string(v);  // INCR keeps the ttl
-        } else {
-            set(k, std::to_string(v));
-        }
-        return v;
-    }
-    // Lua's tonumber(redis.call('get', k) or '0').
-    std::int64_t get_number(const std::string& k, std::uint64_t now) {
-        std::string cur;
-        return get(k, now, cur) ? parse_int(cur) : 0;
-    }
-    entry* hash_entry(const std::string& k, std::uint64_t now) {
-        entry* e = find(k, now);
-        if (e != nullptr && !e->hash) {
-            wrongtype();
-        }
-        return e;
-    }
-    std::int64_t hexists(const std::string& k, const std::string& f, std::uint64_t now) {
-        entry* e = hash_entry(k, now);
-        return e != nullptr && e->fields.count(f) != 0 ? 1 : 0;
-    }
-    std::int64_t hincrby(const std::string& k, const std::string& f, std::int64_t by,
-                         std::uint64_t now) {
-        entry* e = hash_entry(k, now);
-        if (e == nullptr) {
-            entry fresh;
-            fresh.hash = true;
-            data[k] = fresh;
-            e = &data[k];
-        }
-        std::int64_t v = 0;
-        auto it = e->fields.find(f);
-        if (it != e->fields.end()) {
-            v = parse_int(it->second);
-        }
-        v += by;
-        e->fields[f] = std::to_string(v);
-        return v;
+        return resp_text(text, protocol);
     }
 
-    std::string run_script(const edgelock::lock_script* s, const std::vector<std::string>& keys,
-                           const std::vector<std::string>& args, std::uint64_t now) {
-        using namespace edgelock;
-        auto key = [&](std::size_t i) -> const std::string& {
-            if (i >= keys.size()) {
-                throw redis_error("ERR Error running script: KEYS index missing");
-            }
-            return keys[i];
-        };
-        auto arg = [&](std::size_t i) -> const std::string& {
-            if (i >= args.size()) {
-                throw redis_error("ERR Error running script: ARGV index missing");
-            }
-            return args[i];
-        };
-        std::string cur;
-        if (s == &script_acquire) {
-            if (set_nx_px(key(0), arg(0), parse_int(arg(1)), now)) {
-                return resp_pair(1, 0);
-            }
-            if (get(key(0), now, cur) && cur == arg(0)) {
-                pexpire(key(0), parse_int(arg(1)), now);
-                return resp_pair(1, 0);
-            }
-            return resp_pair(0, pttl(key(0), now));
+    std::string hello(session& s, const std::vector<std::string>& argv) {
+        if (!speaks_resp3) {
+            throw redis_error("ERR unknown command 'HELLO', with args beginning with: ");
         }
-        if (s == &script_release) {
-            if (get(key(0), now, cur) && cur == arg(0)) {
-                return resp_int(del(key(0), now));
+        int protocol = s.protocol;
+        bool authenticated = s.authenticated;
+        std::string name = s.name;
+        if (argv.size() >= 2) {
+            const std::int64_t v = parse_int(argv[1]);
+            if (v != 2 && v != 3) {
+                throw redis_error("NOPROTO unsupported protocol version");
             }
-            return resp_int(0);
+            protocol = static_cast<int>(v);
         }
-        if (s == &script_renew) {
-            if (get(key(0), now, cur) && cur == arg(0)) {
-                return resp_int(pexpire(key(0), parse_int(arg(1)), now));
-            }
-            return resp_int(0);
-        }
-        if (s == &script_reentrant_acquire) {
-            if (find(key(0), now) == nullptr || hexists(key(0), arg(0), now) == 1) {
-                const std::int64_t n = hincrby(key(0), arg(0), 1, now);
-                pexpire(key(0), parse_int(arg(1)), now);
-                return resp_pair(1, n);
-            }
-            return resp_pair(0, pttl(key(0), now));
-        }
-        if (s == &script_reentrant_release) {
-            if (hexists(key(0), arg(0), now) == 0) {
-                return resp_int(-1);
-            }
-            const std::int64_t n = hincrby(key(0), arg(0), -1, now);
-            if (n > 0) {
-                pexpire(key(0), parse_int(arg(1)), now);
-                return resp_int(n);
-            }
-            del(key(0), now);
-            return resp_int(0);
-        }
-        if (s == &script_reentrant_renew) {
-            if (hexists(key(0), arg(0), now) == 1) {
-                return resp_int(pexpire(key(0), parse_int(arg(1)), now));
-            }
-            return resp_int(0);
-        }
-        if (s == &script_fenced_acquire) {
-            if (set_nx_px(key(0), arg(0), parse_int(arg(1)), now)) {
-                if (get_number(key(1), now) < time_us(now)) {  // never below the clock
-                    set(key(1), std::to_string(time_us(now)));
+        for (std::size_t i = 2; i < argv.size(); ++i) {
+            const std::string opt = upper(argv[i]);
+            if (opt == "AUTH" && i + 2 < argv.size()) {
+                if (!credentials_ok(argv[i + 1], argv[i + 2])) {
+                    throw redis_error(
+                        "WRONGPASS invalid username-password pair or user is disabled.");
                 }
-                return resp_pair(1, incr(key(1), now));
+                authenticated = true;
+                i += 2;
+            } else if (opt == "SETNAME" && i + 1 < argv.size()) {
+                name = argv[++i];
+            } else {
+                throw redis_error("ERR Syntax error in HELLO option '" + argv[i] + "'");
             }
-            if (get(key(0), now, cur) && cur == arg(0)) {
-                pexpire(key(0), parse_int(arg(1)), now);
-                return resp_pair(1, get_number(key(1), now));
-            }
-            return resp_pair(0, pttl(key(0), now));
         }
-        if (s == &script_fenced_read) {
-            if (set_nx_px(key(0), arg(0), parse_int(arg(1)), now) ||
-                (get(key(0), now, cur) && cur == arg(0))) {
-                pexpire(key(0), parse_int(arg(1)), now);
-                return resp_pair(1, std::max(get_number(key(1), now), time_us(now)));
-            }
-            return resp_pair(0, pttl(key(0), now));
+        if (!authenticated && !password.empty()) {
+            throw redis_error(
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise "
+                "the HELLO <proto> AUTH <user> <pass> option can be used");
         }
-        if (s == &script_fence_raise) {
-            if (!get(key(0), now, cur) || cur != arg(0)) {
-                return resp_int(-1);
-            }
-            const std::int64_t c = get_number(key(1), now);
-            const std::int64_t t = parse_int(arg(1));
-            if (c < t) {
-                set(key(1), arg(1));
-                return resp_int(t);
-            }
-            return resp_int(c);
-        }
-        throw redis_error("ERR unknown script");
+        s.protocol = protocol;
+        s.authenticated = authenticated;
+        s.name = name;
+        const std::string fields =
+            resp_bulk("server") + resp_bulk("redis") + resp_bulk("version") + resp_bulk("7.2.4") +
+            resp_bulk("proto") + resp_int(protocol) + resp_bulk("id") + resp_int(7) +
+            resp_bulk("mode") + resp_bulk("standalone") + resp_bulk("role") +
+            resp_bulk(replica ? "replica" : "master") + resp_bulk("modules") + "*0\r\n";
+        return (protocol == 3 ? "%7\r\n" : "*14\r\n") + fields;
     }
 
-    std::string eval(const edgelock::lock_script* s, const std::vector<std::string>& argv,
-                     std::uint64_t now) {
-        if (argv.size() < 3) {
+    std::string auth(session& s, const std::vector<std::string>& argv) {
+        if (argv.size() == 2 && password.empty()) {
+            throw redis_error(
+                "ERR AUTH <password> called without any password configured for the default "
+                "user. Are you sure your configuration is correct?");
+        }
+        if (argv.size() != 2 && argv.size() != 3) {
+            throw redis_error("ERR wrong number of arguments for 'auth' command");
+        }
+        const bool ok = argv.size() == 2 ? argv[1] == password && user == "default"
+                                         : credentials_ok(argv[1], argv[2]);
+        if (!ok) {
+            throw redis_error("WRONGPASS invalid username-password pair or user is disabled.");
+        }
+        s.authenticated = true;
+        return resp_ok();
+    }
+
+    std::string scripting(const std::string& cmd, keyspace& ks,
+                          const std::vector<std::string>& argv, std::uint64_t now) {
+        if (argv.size() < 2) {
             throw redis_error("ERR wrong number of arguments");
         }
-        const std::int64_t numkeys = parse_int(argv[2]);
-        if (numkeys < 0 || static_cast<std::size_t>(numkeys) > argv.size() - 3) {
-            throw redis_error("ERR Number of keys can't be greater than number of args");
+        if (cmd == "EVALSHA") {
+            const edgelock::lock_script* s = script_by_sha(argv[1]);
+            if (s == nullptr || script_cache.count(argv[1]) == 0) {
+                ++noscripts;
+                return resp_err("NOSCRIPT No matching script. Please use EVAL.");
+            }
+            return eval_script(ks, s, argv, now);
         }
-        const auto k0 = argv.begin() + 3;
-        const auto kn = k0 + static_cast<std::ptrdiff_t>(numkeys);  // bounded above
-        const std::vector<std::string> keys(k0, kn);
-        const std::vector<std::string> args(kn, argv.end());
-        return run_script(s, keys, args, now);
+        const edgelock::lock_script* s = script_by_text(argv[1]);
+        if (s == nullptr) {
+            throw redis_error("ERR the simulator knows only edgelock's scripts");
+        }
+        ++evals;
+        script_cache.insert(to_std(s->sha1));
+        return eval_script(ks, s, argv, now);
     }
 
-    std::string dispatch(const std::vector<std::string>& argv, std::uint64_t now) {
+    std::string dispatch(session& s, const std::vector<std::string>& argv, std::uint64_t now) {
         if (argv.empty()) {
             throw redis_error("ERR empty command");
         }
         const std::string cmd = upper(argv[0]);
+        const std::string sub = argv.size() > 1 ? cmd + " " + upper(argv[1]) : cmd;
+        ++calls[cmd];
+        for (const std::string& k : {sub, cmd}) {
+            const auto refused = refusals.find(k);
+            if (refused != refusals.end()) {
+                return resp_err(refused->second);
+            }
+        }
+        if (cmd == "HELLO") {
+            return hello(s, argv);
+        }
+        if (cmd == "AUTH") {
+            return auth(s, argv);
+        }
+        if (!s.authenticated && !password.empty()) {
+            throw redis_error("NOAUTH Authentication required.");
+        }
+        keyspace& ks = db(s.db);
+        if (cmd == "SELECT" && argv.size() == 2) {
+            const std::int64_t index = parse_int(argv[1]);
+            if (index < 0 || index > 15) {
+                throw redis_error("ERR DB index is out of range");
+            }
+            s.db = static_cast<std::uint32_t>(index);
+            return resp_ok();
+        }
+        if (sub == "CLIENT SETNAME" && argv.size() == 3) {
+            s.name = argv[2];
+            return resp_ok();
+        }
+        if (cmd == "INFO" && argv.size() <= 2) {
+            return info(argv.size() == 2 ? argv[1] : std::string(), s.protocol);
+        }
+        if (sub == "SCRIPT LOAD" && argv.size() == 3) {
+            const edgelock::lock_script* script = script_by_text(argv[2]);
+            if (script == nullptr) {
+                throw redis_error("ERR the simulator knows only edgelock's scripts");
+            }
+            script_cache.insert(to_std(script->sha1));
+            return resp_bulk(to_std(script->sha1));
+        }
+        if (sub == "SCRIPT FLUSH") {
+            script_cache.clear();
+            return resp_ok();
+        }
         if (cmd == "EVALSHA" || cmd == "EVAL") {
-            if (argv.size() < 2) {
-                throw redis_error("ERR wrong number of arguments");
-            }
-            for (unsigned i = 0; i < edgelock::lock_scripts_count; ++i) {
-                const edgelock::lock_script* s = edgelock::lock_scripts_all[i];
-                if (cmd == "EVALSHA" && argv[1] == to_std(s->sha1)) {
-                    if (script_cache.count(argv[1]) == 0) {
-                        ++noscripts;
-                        return resp_err("NOSCRIPT No matching script. Please use EVAL.");
-                    }
-                    return eval(s, argv, now);
-                }
-                if (cmd == "EVAL" && argv[1] == to_std(s->text)) {
-                    ++evals;
-                    script_cache.insert(to_std(s->sha1));
-                    return eval(s, argv, now);
-                }
-            }
-            if (cmd == "EVALSHA") {
-                ++noscripts;
-                return resp_err("NOSCRIPT No matching script. Please use EVAL.");
-            }
-            throw redis_error("ERR the simulator knows only edgelock's scripts");
+            return scripting(cmd, ks, argv, now);
+        }
+        if (cmd == "PING") {
+            return "+PONG\r\n";
         }
         if (cmd == "GET" && argv.size() == 2) {
             std::string v;
-            return get(argv[1], now, v) ? resp_bulk(v) : resp_nil();
+            return ks.get(argv[1], now, v) ? resp_bulk(v) : resp_nil(s.protocol);
         }
         if (cmd == "SET" && argv.size() == 6 && upper(argv[3]) == "NX" && upper(argv[4]) == "PX") {
-            return set_nx_px(argv[1], argv[2], parse_int(argv[5]), now) ? resp_ok() : resp_nil();
+            return ks.set_nx_px(argv[1], argv[2], parse_int(argv[5]), now) ? resp_ok()
+                                                                           : resp_nil(s.protocol);
         }
         if (cmd == "SET" && argv.size() == 3) {
-            set(argv[1], argv[2]);
+            ks.set(argv[1], argv[2]);
             return resp_ok();
         }
         if (cmd == "DEL" && argv.size() == 2) {
-            return resp_int(del(argv[1], now));
+            return resp_int(ks.del(argv[1], now));
         }
         if (cmd == "PEXPIRE" && argv.size() == 3) {
-            return resp_int(pexpire(argv[1], parse_int(argv[2]), now));
+            return resp_int(ks.pexpire(argv[1], parse_int(argv[2]), now));
         }
         if (cmd == "PTTL" && argv.size() == 2) {
-            return resp_int(pttl(argv[1], now));
+            return resp_int(ks.pttl(argv[1], now));
         }
         if (cmd == "INCR" && argv.size() == 2) {
-            return resp_int(incr(argv[1], now));
+            return resp_int(ks.incr(argv[1], now));
         }
         if (cmd == "HINCRBY" && argv.size() == 4) {
-            return resp_int(hincrby(argv[1], argv[2], parse_int(argv[3]), now));
+            return resp_int(ks.hincrby(argv[1], argv[2], parse_int(argv[3]), now));
         }
         if (cmd == "HEXISTS" && argv.size() == 3) {
-            return resp_int(hexists(argv[1], argv[2], now));
+            return resp_int(ks.hexists(argv[1], argv[2], now));
         }
         if (cmd == "EXISTS" && argv.size() == 2) {
-            return resp_int(find(argv[1], now) != nullptr ? 1 : 0);
+            return resp_int(ks.find(argv[1], now) != nullptr ? 1 : 0);
         }
         throw redis_error("ERR unknown command '" + argv[0] + "'");
     }

@@ -16,8 +16,8 @@
 #include "edgelock/lock.hpp"
 #include "edgelock/lock_scripts.hpp"
 #include "edgelock/resp_decoder.hpp"
-#include "sim/cluster.hpp"
-#include "sim/recorder.hpp"
+#include "sim/redis_node.hpp"
+#include "unit/lock_helpers.hpp"
 
 using edgelock::duration;
 using edgelock::instant;
@@ -148,15 +148,22 @@ std::string holds_at(sim::redis_node& node, const std::string& owner, instant no
     return it == e->fields.end() ? "no field" : it->second;
 }
 
+// ttl 1 s, node_timeout 50 ms, retries 5..20 ms apart.
+edgelock::lock_options fast_options(lock_mode mode = lock_mode::plain) {
+    edgelock::lock_options o = edgelock_test::lock_test_options(mode);
+    o.retry_min = duration::millis(5);
+    o.retry_max = duration::millis(20);
+    return o;
+}
+
 edgelock::lock_options reentrant_options(const char* owner) {
-    edgelock::lock_options o = sim::fast_options();  // ttl 1 s
-    o.mode = lock_mode::reentrant;
+    edgelock::lock_options o = fast_options(lock_mode::reentrant);
     o.owner = owner;
     return o;
 }
 
 void configure(edgelock::lock& l, int nodes, const edgelock::lock_options& o,
-               sim::seeded_random& rnd) {
+               edgelock_test::counter_random& rnd) {
     REQUIRE(l.configure(edgelock::str_view(lock_name), static_cast<std::uint8_t>(nodes), o,
                         rnd.source()) == lock_errc::ok);
 }
@@ -229,7 +236,7 @@ TEST_CASE("reentrant: a lost lock sends nothing that could take a later hold of 
     // comes back empty; A is lost at its validity deadline; B, another lock
     // object of the same owner, acquires. A's leftover decrement used to land
     // after B's increment and delete B's hold.
-    sim::seeded_random rnd(31);
+    edgelock_test::counter_random rnd;
     node_set s(1);
     sim::redis_node& node = s.nodes[0];
     edgelock::lock a;
@@ -298,7 +305,7 @@ TEST_CASE("reentrant: a cleanup waiting for a node whose connection broke is dro
     // increment; node 0 goes down before the cleanup (a decrement) goes out,
     // so the cleanup waits. A's second round wins on nodes 1 and 2, which
     // then die too: A is lost with the cleanup for node 0 still queued.
-    sim::seeded_random rnd(32);
+    edgelock_test::counter_random rnd;
     node_set s(3);
     edgelock::lock a;
     edgelock::lock b;
@@ -362,7 +369,7 @@ TEST_CASE("reentrant: a late successful acquire after lost is not undone",
     // acquire and answers: a late success. Undoing it with a decrement would
     // again name the owner's field, not A's increment: node 2 restarting empty
     // before the decrement goes out lets it take B's hold.
-    sim::seeded_random rnd(33);
+    edgelock_test::counter_random rnd;
     node_set s(3);
     edgelock::lock a;
     edgelock::lock b;
@@ -405,11 +412,10 @@ TEST_CASE("plain and fenced: a lost lock still cleans up by its own token",
     // token: sent after a newer holder's acquire, it leaves that hold alone.
     for (lock_mode mode : {lock_mode::plain, lock_mode::fenced}) {
         INFO("mode " << (mode == lock_mode::plain ? "plain" : "fenced"));
-        sim::seeded_random rnd(34);
+        edgelock_test::counter_random rnd;
         node_set s(1);
         sim::redis_node& node = s.nodes[0];
-        edgelock::lock_options o = sim::fast_options();
-        o.mode = mode;
+        const edgelock::lock_options o = fast_options(mode);
         edgelock::lock a;
         edgelock::lock b;
         configure(a, 1, o, rnd);

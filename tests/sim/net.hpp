@@ -1,0 +1,215 @@
+// The test port's world: a virtual clock, simulated Redis nodes at made-up
+// addresses, and in-memory connections between the client and them.
+//
+// Linking edgelock_port_sim instead of edgelock::port_posix makes every port
+// function (include/edgelock/port.hpp) talk to the one sim::net that exists
+// (sim/port_sim.cpp): the real driver then runs on virtual time against
+// sim::redis_node. Node i listens at 10.0.0.<i+1>:<7001+i> (url(i)); one fd is
+// one connection, and its bytes go both ways with a latency drawn per send
+// and per reply (half a round trip each), so replies of different nodes
+// reorder while each connection stays FIFO.
+//
+// Time moves only inside wait() (and advance()): to the earliest of the
+// caller's deadline and the next scheduled delivery, never further. A wait
+// with no deadline while nothing is scheduled can never end: it fails
+// (returns -1, failure() says why, and it is printed) instead of hanging.
+//
+// Faults: per node latency range and request loss (the connection breaks,
+// before or after the request ran), crash (connections reset, connects
+// refused), restart (keyspace kept or lost, script cache lost), pause
+// (requests wait in the socket, keys still expire), a connect that never
+// completes, and the shape of delivery (recv in random pieces, byte by byte,
+// or each reply cut at a given offset; partial sends). All randomness is seeded.
+//
+//   sim::net n(seed);
+//   n.add_nodes(3);
+//   edgelock::client<3> c;       // after the net: destroyed before it
+//   ... configure with n.url(0..2), then drive it (sim/event_loop.hpp) or
+//   call its blocking functions, which wait on the virtual clock.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "edgelock/port.hpp"
+#include "edgelock/time.hpp"
+#include "sim/redis_node.hpp"
+
+namespace sim {
+
+struct node_faults {
+    // Round trip of one request, drawn per request; each way takes half.
+    std::uint64_t latency_min_us = 200;
+    std::uint64_t latency_max_us = 2000;
+    std::uint64_t reply_delay_us = 0;  // more on the way back only (a congested return path)
+    double loss = 0.0;           // per request: the connection breaks (before or after it ran)
+    bool connect_hangs = false;  // connect() stays in progress forever (a dropped SYN)
+    bool refuse_late = false;    // a refused connect shows in connect_finish(), not connect()
+};
+
+// How recv() hands out what has arrived.
+enum class split : std::uint8_t {
+    whole,      // everything readable (up to the caller's capacity)
+    random,     // a random piece: sometimes all, else 1..all bytes
+    bytewise,   // one byte per call
+    at_offset,  // every reply in two pieces, cut split_offset bytes into it
+};
+
+class net {
+public:
+    explicit net(std::uint64_t seed, edgelock::instant start = edgelock::instant{1000000});
+    ~net();
+    net(const net&) = delete;
+    net& operator=(const net&) = delete;
+
+    // The net the port functions use; nullptr when none exists.
+    static net* current() noexcept;
+
+    // --- nodes ----------------------------------------------------------
+    int add_node();
+    void add_nodes(int count);
+    int node_count() const { return static_cast<int>(nodes_.size()); }
+    // "redis://[userinfo@]10.0.0.<i+1>:<7001+i>[path]"
+    std::string url(int i, const std::string& userinfo = "", const std::string& path = "") const;
+    redis_node& node(int i);
+    node_faults& faults(int i);
+
+    // --- faults ---------------------------------------------------------
+    void crash(int i);
+    void restart(int i, bool keep_data);
+    void pause(int i, edgelock::duration d);
+    bool up(int i) const;
+    // Resets every connection to node i; the node itself runs on.
+    void cut(int i);
+
+    // --- time -------------------------------------------------------------
+    edgelock::instant now() const { return edgelock::instant{now_}; }
+    // Time passes with nobody calling the client: deliveries still happen.
+    void advance(edgelock::duration d);
+    // Runs fn when virtual time reaches t (inside wait() or advance()). For
+    // faults only: fn must not call the client (it may be inside a call).
+    void at(edgelock::instant t, std::function<void()> fn);
+    bool idle() const { return queue_.empty(); }
+    edgelock::instant next_event() const;
+
+    // --- delivery shape ---------------------------------------------------
+    split recv_split = split::random;
+    std::size_t split_offset = 1;
+    bool partial_sends = true;  // send() may take only part of what it is given
+    bool random_fails = false;  // random_bytes() fails
+
+    // --- what happened ------------------------------------------------------
+    struct connect_record {
+        int node;  // -1: no node there
+        unsigned attempt;
+        edgelock::instant at;
+        edgelock::port::net_status status;  // what connect() returned
+    };
+    std::vector<connect_record> connects;
+    struct close_record {
+        int node;
+        edgelock::instant at;
+        bool by_client;  // close(); else a reset (crash, loss, cut)
+    };
+    std::vector<close_record> closes;
+    // Most requests one connection to the node had received whose replies the
+    // client had not read yet: never more than the client had in flight.
+    std::size_t max_in_flight(int i) const;
+    // The longest single reply any node sent (for cutting replies at every offset).
+    std::size_t longest_reply() const { return longest_reply_; }
+    std::uint64_t steps() const { return steps_; }
+    const std::string& failure() const { return failure_; }
+    // Sees every command a node receives (before it runs), for traces.
+    std::function<void(int node, std::uint64_t connection, const std::vector<std::string>& argv)>
+        on_command;
+
+    // --- the port (sim/port_sim.cpp forwards edgelock::port here) ---------
+    bool random_bytes(void* buf, std::size_t size);
+    edgelock::port::net_result connect(const edgelock::port::endpoint& where, unsigned attempt,
+                                       int& fd);
+    edgelock::port::net_result connect_finish(int fd);
+    edgelock::port::net_result send(int fd, const void* data, std::size_t size);
+    edgelock::port::net_result recv(int fd, void* buf, std::size_t capacity);
+    void close(int fd);
+    int wait(edgelock::port::wait_entry* entries, std::size_t count, edgelock::instant deadline);
+
+private:
+    enum class conn_state : std::uint8_t { connecting, open, refused, reset };
+    struct connection {
+        std::uint64_t id = 0;
+        int node = 0;
+        int fd = -1;  // -1 once the client closed it
+        conn_state state = conn_state::connecting;
+        // Client side: what has arrived and not been read, and where each reply
+        // in it starts and ends (offsets in the whole stream), for split::at_offset
+        // and for counting replies read.
+        std::string inbox;
+        std::deque<std::pair<std::uint64_t, std::uint64_t>> replies;
+        std::uint64_t arrived = 0;
+        std::uint64_t read = 0;
+        std::uint64_t replies_read = 0;
+        std::uint64_t send_ready_at = 0;  // send() would block until then
+        // Delivery times, kept increasing: one connection is FIFO both ways.
+        std::uint64_t last_to_node = 0;
+        std::uint64_t last_to_client = 0;
+        // Node side: bytes that came while the node was paused, then those not parsed yet.
+        std::string parked;
+        bool unpark_due = false;
+        std::string node_rx;
+        redis_node::session session;
+        std::uint64_t requests = 0;
+    };
+
+    struct sim_node {
+        std::string host;
+        std::uint16_t port = 0;
+        redis_node redis;
+        node_faults faults;
+        bool up = true;
+        std::uint64_t paused_until = 0;
+        std::size_t max_in_flight = 0;
+    };
+    enum class item_kind : std::uint8_t { to_node, unpark, to_client, connected, action };
+    struct item {
+        item_kind kind;
+        std::uint64_t conn;
+        std::string bytes;
+        std::function<void()> fn;
+    };
+
+    void push(std::uint64_t t, item it);
+    std::uint64_t half_latency(int node);
+    void run_due();
+    void handle(item& it);
+    void node_receive(connection& c, const std::string& bytes);
+    void client_receive(connection& c, const std::string& reply);
+    void reset(connection& c);
+    connection* by_fd(int fd);
+    std::size_t readable_piece(connection& c, std::size_t capacity);
+    std::uint8_t readiness(const edgelock::port::wait_entry& e, const connection* c) const;
+
+    std::mt19937_64 net_rng_;  // latency, loss
+    // How bytes are cut, drawn apart: cutting them otherwise leaves latencies
+    // and tokens as they were.
+    std::mt19937_64 split_rng_;
+    std::mt19937_64 random_rng_;  // random_bytes: tokens, jitter, retry delays
+    std::uint64_t now_;
+    std::uint64_t steps_ = 0;
+    std::uint64_t seq_ = 0;
+    std::size_t longest_reply_ = 0;
+    std::uint64_t visible_changes_ = 0;  // what wait() reports may differ when this moves
+    std::string failure_;
+    std::vector<std::unique_ptr<sim_node>> nodes_;
+    std::vector<std::unique_ptr<connection>> conns_;  // by id - 1
+    std::vector<std::uint64_t> fds_;                  // open fd -> connection id; 0: free
+    std::map<std::pair<std::uint64_t, std::uint64_t>, item> queue_;
+    net* previous_ = nullptr;
+};
+
+}  // namespace sim

@@ -1,0 +1,162 @@
+// The lock scripts, interpreted natively on a simulated keyspace.
+//
+// Each branch follows the Lua of lock_scripts.cpp line by line; the
+// integration tests against redis-server check the Lua itself. EVAL and
+// EVALSHA find the script by its exact text or digest: the simulator runs
+// edgelock's scripts and nothing else.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edgelock/lock_scripts.hpp"
+#include "sim/keyspace.hpp"
+
+namespace sim {
+
+// The server's TIME in microseconds: the simulated clock, from a realistic
+// wall-clock epoch (fencing tokens never fall below it).
+constexpr std::int64_t server_clock_base_us = 1700000000000000;
+inline std::int64_t server_time_us(std::uint64_t now) {
+    return server_clock_base_us + static_cast<std::int64_t>(now);
+}
+
+// The edgelock script with this text (EVAL) or digest (EVALSHA), or nullptr.
+inline const edgelock::lock_script* script_by_text(const std::string& text) {
+    for (unsigned i = 0; i < edgelock::lock_scripts_count; ++i) {
+        if (text == to_std(edgelock::lock_scripts_all[i]->text)) {
+            return edgelock::lock_scripts_all[i];
+        }
+    }
+    return nullptr;
+}
+inline const edgelock::lock_script* script_by_sha(const std::string& sha) {
+    for (unsigned i = 0; i < edgelock::lock_scripts_count; ++i) {
+        if (sha == to_std(edgelock::lock_scripts_all[i]->sha1)) {
+            return edgelock::lock_scripts_all[i];
+        }
+    }
+    return nullptr;
+}
+
+inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
+                              const std::vector<std::string>& keys,
+                              const std::vector<std::string>& args, std::uint64_t now) {
+    using namespace edgelock;
+    auto key = [&](std::size_t i) -> const std::string& {
+        if (i >= keys.size()) {
+            throw redis_error("ERR Error running script: KEYS index missing");
+        }
+        return keys[i];
+    };
+    auto arg = [&](std::size_t i) -> const std::string& {
+        if (i >= args.size()) {
+            throw redis_error("ERR Error running script: ARGV index missing");
+        }
+        return args[i];
+    };
+    const std::int64_t clock = server_time_us(now);
+    std::string cur;
+    if (s == &script_acquire) {
+        if (ks.set_nx_px(key(0), arg(0), parse_int(arg(1)), now)) {
+            return resp_pair(1, 0);
+        }
+        if (ks.get(key(0), now, cur) && cur == arg(0)) {
+            ks.pexpire(key(0), parse_int(arg(1)), now);
+            return resp_pair(1, 0);
+        }
+        return resp_pair(0, ks.pttl(key(0), now));
+    }
+    if (s == &script_release) {
+        if (ks.get(key(0), now, cur) && cur == arg(0)) {
+            return resp_int(ks.del(key(0), now));
+        }
+        return resp_int(0);
+    }
+    if (s == &script_renew) {
+        if (ks.get(key(0), now, cur) && cur == arg(0)) {
+            return resp_int(ks.pexpire(key(0), parse_int(arg(1)), now));
+        }
+        return resp_int(0);
+    }
+    if (s == &script_reentrant_acquire) {
+        if (ks.find(key(0), now) == nullptr || ks.hexists(key(0), arg(0), now) == 1) {
+            const std::int64_t n = ks.hincrby(key(0), arg(0), 1, now);
+            ks.pexpire(key(0), parse_int(arg(1)), now);
+            return resp_pair(1, n);
+        }
+        return resp_pair(0, ks.pttl(key(0), now));
+    }
+    if (s == &script_reentrant_release) {
+        if (ks.hexists(key(0), arg(0), now) == 0) {
+            return resp_int(-1);
+        }
+        const std::int64_t n = ks.hincrby(key(0), arg(0), -1, now);
+        if (n > 0) {
+            ks.pexpire(key(0), parse_int(arg(1)), now);
+            return resp_int(n);
+        }
+        ks.del(key(0), now);
+        return resp_int(0);
+    }
+    if (s == &script_reentrant_renew) {
+        if (ks.hexists(key(0), arg(0), now) == 1) {
+            return resp_int(ks.pexpire(key(0), parse_int(arg(1)), now));
+        }
+        return resp_int(0);
+    }
+    if (s == &script_fenced_acquire) {
+        if (ks.set_nx_px(key(0), arg(0), parse_int(arg(1)), now)) {
+            if (ks.get_number(key(1), now) < clock) {  // never below the clock
+                ks.set(key(1), std::to_string(clock));
+            }
+            return resp_pair(1, ks.incr(key(1), now));
+        }
+        if (ks.get(key(0), now, cur) && cur == arg(0)) {
+            ks.pexpire(key(0), parse_int(arg(1)), now);
+            return resp_pair(1, ks.get_number(key(1), now));
+        }
+        return resp_pair(0, ks.pttl(key(0), now));
+    }
+    if (s == &script_fenced_read) {
+        if (ks.set_nx_px(key(0), arg(0), parse_int(arg(1)), now) ||
+            (ks.get(key(0), now, cur) && cur == arg(0))) {
+            ks.pexpire(key(0), parse_int(arg(1)), now);
+            return resp_pair(1, std::max(ks.get_number(key(1), now), clock));
+        }
+        return resp_pair(0, ks.pttl(key(0), now));
+    }
+    if (s == &script_fence_raise) {
+        if (!ks.get(key(0), now, cur) || cur != arg(0)) {
+            return resp_int(-1);
+        }
+        const std::int64_t c = ks.get_number(key(1), now);
+        const std::int64_t t = parse_int(arg(1));
+        if (c < t) {
+            ks.set(key(1), arg(1));
+            return resp_int(t);
+        }
+        return resp_int(c);
+    }
+    throw redis_error("ERR unknown script");
+}
+
+// EVAL / EVALSHA's arguments after the script: numkeys, keys, then args.
+inline std::string eval_script(keyspace& ks, const edgelock::lock_script* s,
+                               const std::vector<std::string>& argv, std::uint64_t now) {
+    if (argv.size() < 3) {
+        throw redis_error("ERR wrong number of arguments");
+    }
+    const std::int64_t numkeys = parse_int(argv[2]);
+    if (numkeys < 0 || static_cast<std::size_t>(numkeys) > argv.size() - 3) {
+        throw redis_error("ERR Number of keys can't be greater than number of args");
+    }
+    const auto k0 = argv.begin() + 3;
+    const auto kn = k0 + static_cast<std::ptrdiff_t>(numkeys);  // bounded above
+    return run_script(ks, s, std::vector<std::string>(k0, kn),
+                      std::vector<std::string>(kn, argv.end()), now);
+}
+
+}  // namespace sim
