@@ -68,7 +68,7 @@
 // renewing in time moves it; when renew cannot win a quorum before it, `lost` is reported at the
 // deadline at the latest. After `lost` nothing is sent that could change a later hold of the same
 // owner: plain and fenced cleanups compare-and-delete the lost acquisition's own token and still
-// go out; reentrant mode sends nothing more for it (pending_send() is none on every node).
+// go out; reentrant mode sends nothing more for it (next_send() is none on every node).
 #pragma once
 
 #include <cstddef>
@@ -284,14 +284,14 @@ public:
     // driver uses it to connect a node on demand, and to fail a round's request
     // at once on a node it knows is down (poll it, then on_disconnected) while
     // leaving a cleanup queued for when the node is back.
-    enum class pending : std::uint8_t { none, request, cleanup };
-    pending pending_send(std::uint8_t node) const noexcept;
+    enum class outgoing : std::uint8_t { none, request, cleanup };
+    outgoing next_send(std::uint8_t node) const noexcept;
     bool poll_event(lock_event& out) noexcept;
 
     lock_state state() const noexcept { return state_; }
-    bool held() const noexcept {
-        return state_ == lock_state::held || state_ == lock_state::renewing;
-    }
+    // Held at `now`: acquired (or renewing) and the validity deadline ahead.
+    // The same question client_lock::held() answers at the port's clock.
+    bool held(instant now) const noexcept { return holding() && now < validity_; }
     instant validity_deadline() const noexcept { return validity_; }
     std::uint64_t fence() const noexcept { return fence_; }
     std::uint8_t node_count() const noexcept { return node_count_; }
@@ -336,6 +336,10 @@ private:
         return options_.mode == lock_mode::fenced && node_count_ > 1;
     }
     bool round_open() const noexcept { return round_kind_ != req::none; }
+    // In a state that holds the keys, whatever the time.
+    bool holding() const noexcept {
+        return state_ == lock_state::held || state_ == lock_state::renewing;
+    }
 
     str_view name_;
     lock_options options_;

@@ -47,7 +47,7 @@ void client_lock::detach() noexcept {
 }
 
 bool client_lock::held() const noexcept {
-    return machine_.held() && port::now() < machine_.validity_deadline();
+    return machine_.held(port::now());
 }
 
 client_errc client_lock::start(op kind, instant now, std::uint32_t max_tries,

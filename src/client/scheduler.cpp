@@ -91,7 +91,7 @@ bool client_base::node_wanted(std::uint8_t n) const noexcept {
         return true;
     }
     for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
-        if (lock_active(*l) || l->machine_.pending_send(n) != lock::pending::none) {
+        if (lock_active(*l) || l->machine_.next_send(n) != lock::outgoing::none) {
             return true;
         }
     }
@@ -245,7 +245,7 @@ void client_base::service(instant now) noexcept {
                 transmit(n, now);
             } else if (c.state == node_state::backoff || c.state == node_state::down) {
                 for (client_lock* l = locks_; l != nullptr; l = l->next_) {
-                    if (l->machine_.pending_send(n) == lock::pending::request) {
+                    if (l->machine_.next_send(n) == lock::outgoing::request) {
                         char scratch[lock_max_request];
                         l->machine_.poll_transmit(n, scratch, sizeof scratch);
                         l->machine_.on_disconnected(n, now);

@@ -22,7 +22,7 @@ void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noe
         return;
     }
     if (options_.mode == lock_mode::reentrant) {
-        if (held() && round == (held_round_ & round_mask)) {
+        if (holding() && round == (held_round_ & round_mask)) {
             s.flags = static_cast<std::uint8_t>(s.flags | slot_holder);
             return;
         }
@@ -250,15 +250,15 @@ instant lock::next_deadline() const noexcept {
     return instant::never();
 }
 
-lock::pending lock::pending_send(std::uint8_t node) const noexcept {
+lock::outgoing lock::next_send(std::uint8_t node) const noexcept {
     if (state_ == lock_state::unconfigured || node >= node_count_) {
-        return pending::none;
+        return outgoing::none;
     }
     const slot& s = slots_[node];
     if ((s.flags & slot_cleanup) != 0) {
-        return pending::cleanup;
+        return outgoing::cleanup;
     }
-    return round_open() && s.send != req::none ? pending::request : pending::none;
+    return round_open() && s.send != req::none ? outgoing::request : outgoing::none;
 }
 
 lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept {

@@ -53,7 +53,7 @@ struct observed {
     instant deadline;
     std::uint8_t nodes = 0;
     std::uint8_t quorum = 0;
-    std::vector<edgelock::lock::pending> pending;
+    std::vector<edgelock::lock::outgoing> pending;
 
     bool operator==(const observed& o) const {
         return state == o.state && token == o.token && fence == o.fence && validity == o.validity &&
@@ -72,7 +72,7 @@ observed observe(const edgelock::lock& l) {
     o.nodes = l.node_count();
     o.quorum = l.quorum();
     for (std::uint8_t i = 0; i < edgelock::lock_max_nodes; ++i) {
-        o.pending.push_back(l.pending_send(i));
+        o.pending.push_back(l.next_send(i));
     }
     return o;
 }
@@ -83,7 +83,7 @@ std::string show(const observed& o) {
         " fence=" + std::to_string(o.fence) + " validity=" + std::to_string(o.validity.us) +
         " deadline=" + std::to_string(o.deadline.us) + " nodes=" + std::to_string(o.nodes) +
         " quorum=" + std::to_string(o.quorum) + " pending=";
-    for (edgelock::lock::pending p : o.pending) {
+    for (edgelock::lock::outgoing p : o.pending) {
         s += std::to_string(static_cast<int>(p));
     }
     return s;
@@ -489,7 +489,7 @@ TEST_CASE("bad input: configure is refused while anything of the lock is under w
         reply(l, 1, s1.tag, "-ERR boom\r\n", t0 + duration::millis(1));
         REQUIRE(l.state() == lock_state::idle);
         const observed before = observe(l);
-        REQUIRE(before.pending[0] == edgelock::lock::pending::cleanup);
+        REQUIRE(before.pending[0] == edgelock::lock::outgoing::cleanup);
         CHECK(l.configure("other", 3, options(), rnd.source()) == lock_errc::busy);
         CHECK_UNCHANGED(l, before);
         // The cleanups still name the old key; once they are out, the new name is taken.
@@ -522,7 +522,7 @@ TEST_CASE("bad input: operations refused in every busy state change nothing", "[
         CHECK(l.set_retry(0, duration{}) == lock_errc::bad_retry);
         CHECK_UNCHANGED(l, before);
         CHECK(no_event(l));
-        CHECK(l.held());
+        CHECK(l.held(now));
     }
     SECTION("renewing") {
         edgelock::lock l;
@@ -691,7 +691,7 @@ TEST_CASE("bad input: resume refuses what it cannot take over and keeps the toke
     // Now it may: held with the token given, for ttl - drift from now.
     const instant now = t0 + duration::millis(3);
     REQUIRE(l.resume(theirs, now) == lock_errc::ok);
-    CHECK(l.held());
+    CHECK(l.held(now));
     CHECK(l.token() == theirs);
     CHECK(l.validity_deadline() == now + duration::millis(1000 - 12));
 }
@@ -708,7 +708,7 @@ TEST_CASE("bad input: bad node indexes change nothing and count no vote", "[bad-
     CHECK(l.poll_transmit(0, buf, sizeof buf).error == lock_errc::not_configured);
     CHECK(l.on_reply(0, 0, nullptr, 0, instant{1}) == lock_errc::not_configured);
     CHECK(l.on_disconnected(0, instant{1}) == lock_errc::not_configured);
-    CHECK(l.pending_send(0) == edgelock::lock::pending::none);
+    CHECK(l.next_send(0) == edgelock::lock::outgoing::none);
     CHECK(std::string(buf, sizeof buf) == std::string(sizeof buf, sentinel));
     CHECK(l.state() == lock_state::unconfigured);
     CHECK(no_event(l));
@@ -728,7 +728,7 @@ TEST_CASE("bad input: bad node indexes change nothing and count no vote", "[bad-
         CHECK(t.error == lock_errc::bad_node);
         CHECK(t.size == 0);
         CHECK(l.on_disconnected(bad, t0) == lock_errc::bad_node);
-        CHECK(l.pending_send(bad) == edgelock::lock::pending::none);
+        CHECK(l.next_send(bad) == edgelock::lock::outgoing::none);
         // A "yes" on a node that does not exist counts for nobody, whatever its tag.
         const sent peek = [&] {
             edgelock::lock twin;
@@ -825,7 +825,7 @@ TEST_CASE("bad input: replies of the wrong shape are a no, and hand out nothing"
             reply(l, 0, s.tag, r.reply, t0 + duration::millis(1));
         }
         CHECK(l.state() == lock_state::idle);
-        CHECK_FALSE(l.held());
+        CHECK_FALSE(l.held(t0 + duration::millis(1)));
         CHECK(l.fence() == 0);
         CHECK(hex(l.token()) == token);
         lock_event ev;

@@ -120,7 +120,7 @@ void round_everywhere(edgelock::lock& l, node_set& s, instant now) {
 // What a client does with a request for a node that is down: takes it and
 // reports the connection gone. A cleanup stays queued for when it is back.
 void fail_requests_on_down_node(edgelock::lock& l, int n, instant now) {
-    if (l.pending_send(static_cast<std::uint8_t>(n)) == edgelock::lock::pending::request) {
+    if (l.next_send(static_cast<std::uint8_t>(n)) == edgelock::lock::outgoing::request) {
         take(l, n);
         REQUIRE(l.on_disconnected(static_cast<std::uint8_t>(n), now) == lock_errc::ok);
     }
@@ -200,7 +200,7 @@ lock_event run_until_lost(edgelock::lock& l, const std::vector<int>& down, insta
 void nothing_pending(const edgelock::lock& a, const node_set& s) {
     for (std::size_t n = 0; n < s.nodes.size(); ++n) {
         INFO("node " << n);
-        CHECK(a.pending_send(static_cast<std::uint8_t>(n)) == edgelock::lock::pending::none);
+        CHECK(a.next_send(static_cast<std::uint8_t>(n)) == edgelock::lock::outgoing::none);
     }
 }
 
@@ -211,7 +211,7 @@ void b_holds_whatever_a_sends(edgelock::lock& a, edgelock::lock& b, edgelock::lo
                               node_set& s, instant now) {
     REQUIRE(b.acquire(now) == lock_errc::ok);
     round_everywhere(b, s, now);
-    REQUIRE(b.held());
+    REQUIRE(b.held(now));
     int leftover = 0;
     for (std::size_t n = 0; n < s.nodes.size(); ++n) {
         leftover += exchange(a, static_cast<int>(n), s.nodes[n], now);
@@ -264,7 +264,7 @@ TEST_CASE("reentrant: a lost lock sends nothing that could take a later hold of 
     CHECK(now == validity);
     // Nothing to send: a decrement now names whatever hold task-42 has by the
     // time it lands, not A's.
-    CHECK(a.pending_send(0) == edgelock::lock::pending::none);
+    CHECK(a.next_send(0) == edgelock::lock::outgoing::none);
     CHECK(a.next_deadline() == instant::never());
 
     // The node is back, empty; B acquires first (the client serves newer locks first).
@@ -279,7 +279,7 @@ TEST_CASE("reentrant: a lost lock sends nothing that could take a later hold of 
     // Then whatever A still has for the node.
     CHECK(exchange(a, 0, node, now) == 0);
     CHECK(holds_at(node, "task-42", now) == "1");
-    CHECK(b.held());
+    CHECK(b.held(now));
 
     REQUIRE(other.acquire(now) == lock_errc::ok);
     exchange(other, 0, node, now);
@@ -334,20 +334,20 @@ TEST_CASE("reentrant: a cleanup waiting for a node whose connection broke is dro
     deliver(a, 2, s.nodes[2], r2, now);
     REQUIRE(a.state() == lock_state::retry_wait);
     CHECK(holds_at(s.nodes[0], "task-42", now) == "1");
-    REQUIRE(a.pending_send(0) == edgelock::lock::pending::cleanup);
+    REQUIRE(a.next_send(0) == edgelock::lock::outgoing::cleanup);
 
     // Node 0 dies empty before its cleanup went out: the decrement is
     // dropped with the connection, since a new one could carry it to a node
     // that no longer has our increment. Round 2 wins on 1 and 2.
     restart_empty(s.nodes[0]);
     REQUIRE(a.on_disconnected(0, now) == lock_errc::ok);
-    CHECK(a.pending_send(0) == edgelock::lock::pending::none);
+    CHECK(a.next_send(0) == edgelock::lock::outgoing::none);
     now = a.next_deadline();
     a.on_timeout(now);
     REQUIRE(a.state() == lock_state::acquiring);
     exchange(a, 1, s.nodes[1], now);
     exchange(a, 2, s.nodes[2], now);
-    REQUIRE(a.held());
+    REQUIRE(a.held(now));
     drain(a);
 
     // Nodes 1 and 2 die empty as well: lost at the validity deadline.
@@ -384,7 +384,7 @@ TEST_CASE("reentrant: a late successful acquire after lost is not undone",
     REQUIRE_FALSE(frozen.bytes.empty());
     exchange(a, 0, s.nodes[0], now);
     exchange(a, 1, s.nodes[1], now);
-    REQUIRE(a.held());
+    REQUIRE(a.held(now));
     drain(a);
 
     restart_empty(s.nodes[0]);
@@ -423,16 +423,16 @@ TEST_CASE("plain and fenced: a lost lock still cleans up by its own token",
         instant now{1000000};
         REQUIRE(a.acquire(now) == lock_errc::ok);
         exchange(a, 0, node, now);
-        REQUIRE(a.held());
+        REQUIRE(a.held(now));
         drain(a);
         restart_empty(node);
         a.on_disconnected(0, now);
         run_until_lost(a, {0}, now);
-        CHECK(a.pending_send(0) == edgelock::lock::pending::cleanup);
+        CHECK(a.next_send(0) == edgelock::lock::outgoing::cleanup);
 
         REQUIRE(b.acquire(now) == lock_errc::ok);
         exchange(b, 0, node, now);
-        REQUIRE(b.held());
+        REQUIRE(b.held(now));
         CHECK(exchange(a, 0, node, now) == 1);  // the compare-and-delete
         sim::redis_node::entry* e = node.find(lock_key, now.us);
         REQUIRE(e != nullptr);
