@@ -10,6 +10,8 @@
 
 #include "edgelock/client.hpp"
 #include "sim/net.hpp"
+#include "tools/hex.hpp"
+#include "tools/lock_key.hpp"
 
 namespace edgelock_test {
 
@@ -110,17 +112,11 @@ inline edgelock::lock_options fast_lock_options(
 
 // The value of a lock's key on a node ("" when absent), as a holder sees it.
 inline std::string value_at(sim::net& n, int node, const std::string& name) {
-    sim::keyspace::entry* e = n.node(node).find("{" + name + "}", n.now().us);
+    sim::keyspace::entry* e = n.node(node).find(key_of(name), n.now().us);
     if (e == nullptr) {
         return "";
     }
     return e->hash ? std::string("<hash>") : e->str;
-}
-
-inline std::string token_hex(const edgelock::client_lock& l) {
-    char hex[edgelock::owner_token::hex_size];
-    l.token().to_hex(hex);
-    return std::string(hex, sizeof hex);
 }
 
 }  // namespace edgelock_test

@@ -168,7 +168,7 @@ TEST_CASE("a set-up failing at each step is reported and keeps the node out of t
         // A node that answers after the quorum (NOSCRIPT, then EVAL) gets the key too.
         REQUIRE(c.run_for(duration::millis(50)) == client_errc::ok);
         REQUIRE(l.held());
-        const std::string token = edgelock_test::token_hex(l);
+        const std::string token = edgelock_test::hex(l.token());
         CHECK(edgelock_test::value_at(n, 0, "jobs") == token);
         CHECK(edgelock_test::value_at(n, 2, "jobs") == token);
         if (k.used) {

@@ -66,7 +66,7 @@ struct fixture {
     // The keys are still ours on every node: a renew sent now would succeed.
     void keys_still_there() {
         for (int i = 0; i < 3; ++i) {
-            REQUIRE(edgelock_test::value_at(n, i, "jobs") == edgelock_test::token_hex(l));
+            REQUIRE(edgelock_test::value_at(n, i, "jobs") == edgelock_test::hex(l.token()));
         }
     }
 };

@@ -34,7 +34,7 @@ TEST_CASE("a majority of nodes wins the lock", "[redlock][sim]") {
     CHECK(ev.validity_deadline > t0 + duration::millis(1000 - 12 - 10));
     CHECK(l.state() == lock_state::held);
     for (int i = 0; i < 3; ++i) {
-        CHECK(c.value_at(i, "jobs") == sim::token_hex(l));
+        CHECK(c.value_at(i, "jobs") == edgelock_test::hex(l.token()));
     }
     REQUIRE(l.start_release() == client_errc::ok);
     REQUIRE(c.run_for(duration::millis(100)));
@@ -113,7 +113,7 @@ TEST_CASE("late replies are ignored and a late successful acquire is undone", "[
         CHECK(c.count(lock_event_kind::acquired) == 1);
         CHECK(c.events.size() == 1);
         CHECK(l.state() == lock_state::held);
-        CHECK(c.value_at(2, "jobs") == sim::token_hex(l));
+        CHECK(c.value_at(2, "jobs") == edgelock_test::hex(l.token()));
     }
     SECTION("after a lost round: every late SET is released") {
         c.faults(1).latency_min_us = c.faults(1).latency_max_us = 300000;
@@ -149,7 +149,7 @@ TEST_CASE("a node already holding our token counts as a yes", "[redlock][sim]") 
     REQUIRE(c.acquire(l) == client_errc::ok);
     REQUIRE(c.run_for(duration::micros(100)));
     REQUIRE(l.state() == lock_state::acquiring);
-    c.hold_as(0, "jobs", sim::token_hex(l), duration::millis(50));
+    c.hold_as(0, "jobs", edgelock_test::hex(l.token()), duration::millis(50));
     c.node(1).data.clear();
     REQUIRE(c.run_for(duration::millis(100)));
     REQUIRE(c.count(lock_event_kind::acquired) == 1);
@@ -237,7 +237,7 @@ TEST_CASE("renew never resurrects an expired lock unless asked", "[redlock][sim]
         REQUIRE(c.run_for(duration::millis(100)));
         if (resurrect) {
             CHECK(c.count(lock_event_kind::renewed) == 1);
-            CHECK(c.value_at(0, "jobs") == sim::token_hex(l));
+            CHECK(c.value_at(0, "jobs") == edgelock_test::hex(l.token()));
         } else {
             CHECK(c.count(lock_event_kind::lost) == 1);
             CHECK(c.value_at(0, "jobs").empty());

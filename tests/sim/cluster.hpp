@@ -28,6 +28,8 @@
 #include "edgelock/lock_scripts.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/net.hpp"
+#include "tools/hex.hpp"
+#include "tools/lock_key.hpp"
 
 namespace sim {
 
@@ -158,7 +160,7 @@ public:
     // --- the keyspace, as other clients see it -----------------------------
     // The value at the lock's key on a node, "" when there is none.
     std::string value_at(int node, const std::string& name) {
-        keyspace::entry* e = net_.node(node).find("{" + name + "}", now().us);
+        keyspace::entry* e = net_.node(node).find(edgelock_test::key_of(name), now().us);
         if (e == nullptr) {
             return "";
         }
@@ -170,7 +172,7 @@ public:
         keyspace::entry e;
         e.str = value;
         e.expire_at = now().us + ttl.us;
-        net_.node(node).data["{" + name + "}"] = e;
+        net_.node(node).data[edgelock_test::key_of(name)] = e;
     }
 
 private:
@@ -196,12 +198,6 @@ private:
     std::vector<std::unique_ptr<client_type>> clients_;
     std::vector<std::unique_ptr<lock_entry>> locks_;
 };
-
-inline std::string token_hex(const edgelock::client_lock& l) {
-    char hex[edgelock::owner_token::hex_size];
-    l.token().to_hex(hex);
-    return std::string(hex, sizeof hex);
-}
 
 inline edgelock::lock_options fast_options() {
     edgelock::lock_options o;

@@ -17,6 +17,7 @@
 #include "edgelock/lock_scripts.hpp"
 #include "edgelock/resp_decoder.hpp"
 #include "sim/redis_node.hpp"
+#include "tools/hex.hpp"
 #include "unit/lock_helpers.hpp"
 
 using edgelock::duration;
@@ -436,8 +437,6 @@ TEST_CASE("plain and fenced: a lost lock still cleans up by its own token",
         CHECK(exchange(a, 0, node, now) == 1);  // the compare-and-delete
         sim::redis_node::entry* e = node.find(lock_key, now.us);
         REQUIRE(e != nullptr);
-        char hex[edgelock::owner_token::hex_size];
-        b.token().to_hex(hex);
-        CHECK(e->str == std::string(hex, sizeof hex));
+        CHECK(e->str == edgelock_test::hex(b.token()));
     }
 }
