@@ -4,7 +4,7 @@
 // backoff, drop), handshake.cpp (the set-up sequence, a machine without a
 // socket), pipeline.cpp (requests out, replies in), scheduler.cpp (the
 // service loop, operations and the watchdog), event_loop.cpp (the event-loop
-// API and the blocking calls under it), client_lock.cpp (a lock on a client),
+// API), blocking.cpp (the blocking calls), client_lock.cpp (a lock on a client),
 // plain_transport.cpp (the socket as the transport), client_describe.cpp.
 //
 // Everything happens in service(): lock timeouts, the watchdog, connection

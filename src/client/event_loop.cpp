@@ -1,9 +1,8 @@
-// The event-loop API (wanted, next_deadline, on_ready, on_timeout) and the
-// blocking calls built on it (step, run_until, connect, command).
+// The event-loop API: wanted, next_deadline, on_ready, on_timeout. The
+// blocking calls (blocking.cpp) are built on the same pieces.
 #include "edgelock/client.hpp"
 
 #include "client_internal.hpp"
-#include "edgelock/resp_encoder.hpp"
 
 namespace edgelock {
 
@@ -105,122 +104,6 @@ void client_base::on_ready(const port::wait_entry* entries, std::size_t count) n
 
 void client_base::on_timeout() noexcept {
     service(port::now());
-}
-
-// One wait for I/O, at most until `until`, then service. The clock is read
-// after the wait (and after each ready fd: see on_ready); `now` is the last.
-client_errc client_base::wait_once(instant until, instant& now) noexcept {
-    port::wait_entry entries[lock_max_nodes];
-    const std::size_t count = wanted(entries, lock_max_nodes);
-    const instant deadline = earliest(next_deadline(), until);
-    const int ready = port::wait(entries, count, deadline);
-    if (ready < 0) {
-        now = port::now();
-        return client_errc::wait_failed;
-    }
-    for (std::size_t i = 0; ready > 0 && i < count; ++i) {
-        if (entries[i].ready != 0) {
-            handle_ready(entries[i].fd, entries[i].ready, port::now());
-        }
-    }
-    now = port::now();
-    service(now);
-    return client_errc::ok;
-}
-
-client_errc client_base::run_until(instant deadline) noexcept {
-    if (in_callback_) {
-        return client_errc::reentered;
-    }
-    if (node_count_ == 0) {
-        return client_errc::not_configured;
-    }
-    instant now = port::now();
-    service(now);
-    while (now < deadline) {
-        const client_errc e = wait_once(deadline, now);
-        if (e != client_errc::ok) {
-            return e;
-        }
-    }
-    return client_errc::ok;
-}
-
-std::uint8_t client_base::connect(instant deadline, std::uint8_t enough) noexcept {
-    if (in_callback_ || node_count_ == 0) {
-        return 0;
-    }
-    connect_wanted_ = true;
-    instant now = port::now();
-    service(now);
-    for (;;) {
-        if (all_settled() || (enough > 0 && ready_count() >= enough) || now >= deadline ||
-            wait_once(deadline, now) != client_errc::ok) {
-            break;
-        }
-    }
-    connect_wanted_ = false;
-    return ready_count();
-}
-
-client_errc client_base::command(std::uint8_t index, const str_view* args, std::size_t argc,
-                                 instant deadline, reply_callback fn, void* ctx) noexcept {
-    if (in_callback_) {
-        return client_errc::reentered;
-    }
-    if (node_count_ == 0) {
-        return client_errc::not_configured;
-    }
-    // Arguments that can never go out are refused before anything is connected
-    // or waited for: none at all, or more than the send buffer holds.
-    const std::size_t size = resp_command_size(args, argc);
-    if (index >= node_count_ || fn == nullptr || command_fn_ != nullptr || size == 0 ||
-        size > EDGELOCK_CLIENT_TX_BUFFER) {
-        return client_errc::bad_option;
-    }
-    detail::connection& c = conns_[index];
-    if (c.state != node_state::ready) {
-        connect(deadline);
-    }
-    // Room in the buffer and the pipeline: let what is queued drain first.
-    instant now = port::now();
-    while (c.state == node_state::ready && (c.fifo.full() || size > sizeof c.tx - c.tx_size) &&
-           now < deadline) {
-        if (wait_once(deadline, now) != client_errc::ok) {
-            break;
-        }
-    }
-    if (c.state != node_state::ready) {
-        return client_errc::node_unavailable;
-    }
-    const resp_encoded e =
-        resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, argc);
-    if (e.error != resp_encode_errc::ok || c.fifo.full()) {
-        return e.error == resp_encode_errc::ok ? client_errc::timed_out : client_errc::bad_option;
-    }
-    c.tx_size += e.size;
-    detail::in_flight f;
-    f.to = reply_to::command;
-    push_in_flight(index, f, now);
-    command_fn_ = fn;
-    command_ctx_ = ctx;
-    transmit(index, now);
-    while (command_fn_ != nullptr && now < deadline) {
-        if (wait_once(deadline, now) != client_errc::ok) {
-            break;
-        }
-    }
-    if (command_fn_ == nullptr) {
-        return client_errc::ok;
-    }
-    // Given up: its reply, if it ever comes, is read and thrown away.
-    command_fn_ = nullptr;
-    for (std::size_t i = 0; i < c.fifo.size(); ++i) {
-        if (c.fifo[i].to == reply_to::command) {
-            c.fifo[i].to = reply_to::discard;
-        }
-    }
-    return client_errc::timed_out;
 }
 
 }  // namespace edgelock
