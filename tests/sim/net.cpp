@@ -150,7 +150,7 @@ void net::handle(item& it) {
         it.fn();
         return;
     }
-    connection& c = *conns_.at(it.conn - 1);
+    connection& c = *conns_.at(static_cast<std::size_t>(it.conn - 1));
     sim_node& n = *nodes_[static_cast<std::size_t>(c.node)];
     switch (it.kind) {
     case item_kind::connected:
@@ -258,7 +258,8 @@ void net::node_receive(connection& c, const std::string& bytes) {
         }
         c.node_rx.erase(0, r.size);
         ++c.requests;
-        n.max_in_flight = std::max<std::size_t>(n.max_in_flight, c.requests - c.replies_read);
+        n.max_in_flight = std::max<std::size_t>(
+            n.max_in_flight, static_cast<std::size_t>(c.requests - c.replies_read));
         if (on_command) {
             on_command(c.node, c.id, argv);
         }

@@ -44,7 +44,7 @@ net::connection* net::by_fd(int fd) {
         fds_[static_cast<std::size_t>(fd)] == 0) {
         return nullptr;
     }
-    return conns_[fds_[static_cast<std::size_t>(fd)] - 1].get();
+    return conns_[static_cast<std::size_t>(fds_[static_cast<std::size_t>(fd)] - 1)].get();
 }
 
 net_result net::connect(const edgelock::port::endpoint& where, unsigned attempt, int& fd) {
