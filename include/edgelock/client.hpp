@@ -137,6 +137,7 @@ struct connection {
     node_state state = node_state::down;
     bool opening = false;       // connecting: the socket is up, the transport's open() is not
     bool want_write = false;    // bytes wait for the socket to take them
+    bool heard = false;         // this connection has received a byte
     std::uint8_t failures = 0;  // consecutive failed attempts, for the backoff
     unsigned attempt = 0;       // which resolved address to try
     timer_table<connection_timer, 3> timers;
@@ -244,7 +245,9 @@ private:
     void open_session(std::uint8_t n, port::net_result r, instant now) noexcept;
     void connected(std::uint8_t n, instant now) noexcept;
     void drop(std::uint8_t n, instant now) noexcept;
-    void fail(std::uint8_t n, node_error why, int code, instant now) noexcept;
+    // `text`, when given, becomes the node's message (else only errors that
+    // carry the server's words keep theirs).
+    void fail(std::uint8_t n, node_error why, int code, instant now, str_view text = {}) noexcept;
     // Requests out and replies in (pipeline.cpp).
     bool push_in_flight(std::uint8_t n, const detail::in_flight& f, instant now) noexcept;
     void queue_setup(std::uint8_t n, instant now) noexcept;

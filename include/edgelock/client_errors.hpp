@@ -18,7 +18,7 @@ enum class client_errc : std::uint8_t {
     not_configured,         // configure() has not succeeded
     bad_node_count,         // 0 nodes, more than the client has room for, or above lock_max_nodes
     bad_url,                // a node URL did not parse; see bad_url_index / bad_url_error
-    tls_not_built_in,       // a rediss:// URL: TLS is not built in
+    tls_not_built_in,       // a rediss:// URL, but options.via cannot do TLS (see bad_url_index)
     secret_too_long,        // a user or password longer than node_url_max_secret once decoded
     user_without_password,  // a user name, but no password from the URL or the options
     bad_option,             // a timeout of zero, reconnect_min > reconnect_max, ...
@@ -70,6 +70,16 @@ enum class node_error : std::uint8_t {
     replica,           // INFO replication says role:slave (message: its master, if given)
     server_error,      // the server refused a lock request: READONLY, OOM, NOPERM... (see
                        // message); the connection stays up
+    // TLS (a transport whose secure() is true; message: the TLS library's text).
+    // A TLS handshake that outlasts connect_timeout is connect_timeout with a
+    // message that starts "TLS handshake" (and says what it waited for).
+    tls_handshake_failed,  // the handshake failed otherwise: no common cipher or version,
+                           // the server refused our certificate (or wanted one), an alert
+    tls_untrusted,         // the server's certificate chain leads to no trusted CA
+    tls_expired,           // the server's certificate (or one of its chain) has expired
+                           // or is not valid yet
+    tls_name_mismatch,     // the certificate is not for the host (or server_name) we asked
+    tls_not_tls,           // the server does not speak TLS: a plaintext port
 };
 
 const char* describe(node_error error) noexcept;

@@ -1,8 +1,8 @@
 // Node addresses as URLs, parsed without copying.
 //
 //   redis://[user[:password]@]host[:port][/db]
+//   rediss://[user[:password]@]host[:port][/db]   TLS (node_address::tls)
 //   unix:///path/to/redis.sock[?db=N]
-//   rediss://...   refused: TLS is not built in
 //
 // host is a name, a dotted IPv4 address, or an IPv6 address in brackets
 // (`redis://[::1]:6380`); port defaults to 6379 and must be 1..65535; db is a
@@ -33,7 +33,8 @@ enum class url_errc : std::uint8_t {
     too_long,          // longer than node_url_max
     missing_scheme,    // no "scheme://" in front
     bad_scheme,        // a scheme other than redis, rediss, unix
-    tls_not_built_in,  // rediss://: TLS is not built in
+    tls_not_built_in,  // never from parse_node_url: the client's configure() names
+                       // a rediss:// node it cannot serve with it (bad_url_error)
     bad_userinfo,      // user/password too long, or a raw character that needs escaping
     bad_escape,        // a '%' not followed by two hex digits, or an escaped NUL
     bad_host,          // empty, too long, a character not allowed, or a bad [IPv6]
@@ -55,6 +56,7 @@ struct node_address {
     str_view password;
     bool has_password = false;  // "redis://user:@h" gives an empty password that is present
     std::uint32_t db = 0;
+    bool tls = false;  // rediss://: the node speaks TLS
 };
 
 // Parses url into out; on error out is left unchanged.

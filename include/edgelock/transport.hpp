@@ -10,17 +10,23 @@
 //
 // Every call returns at once: partial transfers and would_block are normal, as
 // with port::send and port::recv. A transport allocates nothing after its own
-// set-up and throws nothing.
+// set-up and throws nothing. include/edgelock/tls.hpp says what a TLS
+// transport (edgelock::tls_mbedtls, or a platform's own stack) does with each
+// call.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "edgelock/client_errors.hpp"
 #include "edgelock/node_url.hpp"
 #include "edgelock/port.hpp"
+#include "edgelock/str_view.hpp"
 
 namespace edgelock {
 
+// Every member is pure or defined here, so the class has no key function:
+// code built with RTTI can derive from it while the library is built without.
 class transport {
 public:
     // The socket `fd` to node `node` (at `address`) is connected: begin the
@@ -48,6 +54,18 @@ public:
     // The connection is being dropped: forget the session. The driver closes
     // the socket itself, after this.
     virtual void close(std::uint8_t node) noexcept = 0;
+
+    // Why node's latest open() or proceed() failed, when the transport knows
+    // better than the net_result it returned (a certificate that did not
+    // verify, say), with a short text for node(i).message; none and empty
+    // otherwise. Valid until the node's next open(). While a handshake is in
+    // progress the text may say what it waits for: it becomes the message of
+    // a connect_timeout that ends it.
+    virtual node_error failure(std::uint8_t) const noexcept { return node_error::none; }
+    virtual str_view failure_text(std::uint8_t) const noexcept { return {}; }
+    // Whether it can carry rediss:// nodes (TLS). The client refuses a
+    // rediss:// URL over a transport that cannot.
+    virtual bool secure() const noexcept { return false; }
 
 protected:
     transport() noexcept = default;

@@ -9,6 +9,9 @@
 
 #include "agent.hpp"
 #include "job.hpp"
+#ifdef EDGELOCK_CLI_TLS
+#include "edgelock/tls_mbedtls.hpp"
+#endif
 
 namespace edgelock_cli {
 
@@ -22,6 +25,9 @@ lock_watch watch;
 namespace {
 
 std::vector<str_view> urls;  // views of opt.nodes, which outlive the client
+#ifdef EDGELOCK_CLI_TLS
+tls_mbedtls<lock_max_nodes> tls;  // a session per node, for rediss:// (or --tls)
+#endif
 
 }  // namespace
 
@@ -212,6 +218,42 @@ lock_options lock_options_from(const options& o) {
 
 }  // namespace
 
+namespace {
+
+// The TLS transport, when some node needs it: exit_ok, or the exit status.
+int setup_tls(client_options& co) {
+    if (!wants_tls(opt)) {
+        return exit_ok;
+    }
+#ifdef EDGELOCK_CLI_TLS
+    auto view = [](const std::string& s) { return str_view(s.data(), s.size()); };
+    tls_options t;
+    t.ca_file = view(opt.cacert);
+    t.ca_dir = view(opt.cacertdir);
+    t.cert_file = view(opt.cert);
+    t.key_file = view(opt.tls_key);
+    t.server_name = view(opt.sni);
+    t.always = opt.tls;
+    t.insecure_skip_verify = opt.insecure;
+    const tls_errc e = tls.configure(t);
+    if (e != tls_errc::ok) {
+        say(0, "TLS: %s", describe(e));
+        return exit_usage;
+    }
+    if (opt.insecure) {
+        say(1, "warning: --insecure: no server certificate is checked");
+    }
+    co.via = &tls;
+    return exit_ok;
+#else
+    (void)co;
+    say(0, "this edgelock is built without TLS (rediss:// and --tls need it)");
+    return exit_usage;
+#endif
+}
+
+}  // namespace
+
 int setup(client_lock& l) {
     for (const std::string& u : opt.nodes) {
         urls.emplace_back(u.data(), u.size());
@@ -220,8 +262,16 @@ int setup(client_lock& l) {
     if (opt.have_password) {
         co.password = str_view(opt.password.data(), opt.password.size());
     }
+    const int tls_status = setup_tls(co);
+    if (tls_status != exit_ok) {
+        return tls_status;
+    }
     const client_errc ce = driver.configure(urls.data(), urls.size(), co);
-    if (ce == client_errc::bad_url || ce == client_errc::tls_not_built_in) {
+    if (ce == client_errc::tls_not_built_in) {
+        say(0, "node URL '%s': %s", opt.nodes[driver.bad_url_index()].c_str(), describe(ce));
+        return exit_usage;
+    }
+    if (ce == client_errc::bad_url) {
         say(0, "bad node URL '%s': %s", opt.nodes[driver.bad_url_index()].c_str(),
             describe(driver.bad_url_error()));
         return exit_usage;

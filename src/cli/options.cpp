@@ -32,13 +32,22 @@ const char* usage_text() {
            "                             ends while renewals fail (default 5s)\n"
            "      --password-file FILE   password for AUTH (also $REDISCLI_AUTH); prefer it\n"
            "                             to a password in -N, which ps shows to all users\n"
+           "      --tls                  TLS to every node (rediss:// nodes use it anyway)\n"
+           "      --cacert FILE          CA certificates to trust (default: the system's)\n"
+           "      --cacertdir DIR        a directory of CA certificates to trust\n"
+           "      --cert FILE            client certificate, for servers that ask for one\n"
+           "      --key FILE             the client certificate's private key\n"
+           "      --sni NAME             server name sent and checked against the server's\n"
+           "                             certificate (default: each node's host)\n"
+           "      --insecure             TLS without checking the server's certificate:\n"
+           "                             anyone on the path can read and change traffic\n"
            "  -v, --verbose              say what happens, on stderr\n"
            "  -q, --quiet                no messages but usage errors\n"
            "  -h, --help                 this text\n"
            "  -V, --version              the version\n"
            "\n"
            "DURATION: 250ms, 10s, 2m, 1h; a bare number is seconds.\n"
-           "URL: redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N]\n"
+           "URL: redis[s]://[user[:password]@]host[:port][/db] or unix:///path[?db=N]\n"
            "run: COMMAND runs in its own process group; signals go to the whole group.\n"
            "     Its environment gets EDGELOCK_KEY (and EDGELOCK_FENCING_TOKEN), never\n"
            "     REDISCLI_AUTH, and EDGELOCK_NODES without passwords.\n"
@@ -219,7 +228,8 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
         // silently read as --nonblock or -v.
         const bool flag = name == "-h" || name == "--help" || name == "-V" || name == "--version" ||
                           name == "-n" || name == "--nonblock" || name == "--fencing" ||
-                          name == "-v" || name == "--verbose" || name == "-q" || name == "--quiet";
+                          name == "-v" || name == "--verbose" || name == "-q" ||
+                          name == "--quiet" || name == "--tls" || name == "--insecure";
         if (flag && arg != name) {
             error = "unknown option '" + arg + "'";
             return false;
@@ -288,6 +298,25 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                 return false;
             }
             o.have_password = true;
+        } else if (name == "--tls") {
+            o.tls = true;
+        } else if (name == "--insecure") {
+            o.insecure = true;
+        } else if (name == "--cacert" || name == "--cacertdir" || name == "--cert" ||
+                   name == "--key" || name == "--sni") {
+            if (!value_of(arg, name.size(), v)) {
+                return false;
+            }
+            if (v.empty()) {
+                error = name + " needs a value";
+                return false;
+            }
+            std::string& field = name == "--cacert"      ? o.cacert
+                                 : name == "--cacertdir" ? o.cacertdir
+                                 : name == "--cert"      ? o.cert
+                                 : name == "--key"       ? o.tls_key
+                                                         : o.sni;
+            field = v;
         } else if (name == "-v" || name == "--verbose") {
             o.verbosity = 2;
         } else if (name == "-q" || name == "--quiet") {
@@ -348,8 +377,31 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
     if (o.nonblock) {
         o.wait = edgelock::duration{};
     }
+    if (o.cert.empty() != o.tls_key.empty()) {
+        error = "--cert and --key go together";
+        return false;
+    }
+    const bool tls_option = !o.cacert.empty() || !o.cacertdir.empty() || !o.cert.empty() ||
+                            !o.sni.empty() || o.insecure;
+    if (tls_option && !wants_tls(o)) {
+        // Said rather than ignored: the user believes the traffic is protected.
+        error = "TLS options need --tls or a rediss:// node";
+        return false;
+    }
     out = o;
     return true;
+}
+
+bool wants_tls(const options& o) {
+    if (o.tls) {
+        return true;
+    }
+    for (const std::string& u : o.nodes) {
+        if (strncasecmp(u.c_str(), "rediss://", 9) == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 }  // namespace edgelock_cli

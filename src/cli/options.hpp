@@ -34,6 +34,15 @@ struct options {
     edgelock::duration grace = edgelock::duration::seconds(5);
     std::string password;  // from --password-file or $REDISCLI_AUTH
     bool have_password = false;
+    // TLS, with redis-cli's option names: --tls, --cacert, --cacertdir,
+    // --cert, --key, --sni, --insecure. rediss:// nodes use TLS without --tls.
+    bool tls = false;
+    std::string cacert;
+    std::string cacertdir;
+    std::string cert;
+    std::string tls_key;
+    std::string sni;
+    bool insecure = false;
     int verbosity = 1;  // 0 quiet, 1 normal, 2 verbose
     std::string key;
     std::string token;               // renew, release
@@ -53,5 +62,8 @@ const char* usage_text();
 // A comma-separated node list with every URL's user and password removed
 // (redis://user:pw@host -> redis://host), for the command's environment.
 std::string without_credentials(const std::string& list);
+
+// True when the agent must speak TLS to some node: --tls, or a rediss:// URL.
+bool wants_tls(const options& o);
 
 }  // namespace edgelock_cli

@@ -73,8 +73,13 @@ client_errc client_base::configure(const str_view* urls, std::size_t count,
         if (e != url_errc::ok) {
             bad_url_index_ = i;
             bad_url_error_ = e;
-            return e == url_errc::tls_not_built_in ? client_errc::tls_not_built_in
-                                                   : client_errc::bad_url;
+            return client_errc::bad_url;
+        }
+        const transport* via = options.via != nullptr ? options.via : &plain_transport();
+        if (parsed[i].tls && !via->secure()) {
+            bad_url_index_ = i;
+            bad_url_error_ = url_errc::tls_not_built_in;
+            return client_errc::tls_not_built_in;
         }
         char scratch[node_url_max_secret];
         if (node_url_decode(parsed[i].user, scratch, sizeof scratch) == SIZE_MAX ||

@@ -14,7 +14,7 @@ const char* describe(client_errc code) noexcept {
     case client_errc::bad_url:
         return "bad node URL";
     case client_errc::tls_not_built_in:
-        return "TLS (rediss://) is not built in";
+        return "TLS (rediss://) is not built in: no TLS transport given";
     case client_errc::secret_too_long:
         return "user name or password too long";
     case client_errc::user_without_password:
@@ -101,6 +101,16 @@ const char* describe(node_error error) noexcept {
         return "a replica (read-only): a lock needs a master";
     case node_error::server_error:
         return "the server refused the request";
+    case node_error::tls_handshake_failed:
+        return "TLS handshake failed";
+    case node_error::tls_untrusted:
+        return "TLS: server certificate not trusted (unknown CA)";
+    case node_error::tls_expired:
+        return "TLS: server certificate expired or not yet valid";
+    case node_error::tls_name_mismatch:
+        return "TLS: server certificate is for another name";
+    case node_error::tls_not_tls:
+        return "TLS: the server does not speak TLS (a plaintext port?)";
     }
     return "unknown node error";
 }

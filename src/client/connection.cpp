@@ -69,11 +69,20 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
     }
 }
 
-void client_base::fail(std::uint8_t n, node_error why, int code, instant now) noexcept {
+void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
+                       str_view text) noexcept {
     detail::connection& c = conns_[n];
     c.report.error = why;
     c.report.code = code;
-    if (!keeps_message(why)) {
+    // A server that hangs up on the set-up without a word is, most often, a
+    // TLS server given a plaintext connection.
+    if (text.empty() && c.state == node_state::handshake && !c.heard && !c.address.tls &&
+        (why == node_error::reset || why == node_error::closed)) {
+        text = "before any reply to the set-up (a TLS port? use rediss://)";
+    }
+    if (!text.empty()) {
+        c.report.set_message(text);
+    } else if (!keeps_message(why)) {
         c.report.message_size = 0;
     }
     drop(n, now);
@@ -173,7 +182,14 @@ void client_base::open_session(std::uint8_t n, port::net_result r, instant now) 
         c.state = node_state::connecting;
         c.opening = true;
     } else {
-        fail(n, from_net(r.status), r.code, now);
+        // The transport may know more than the status: a certificate that
+        // did not verify, a server that does not speak TLS.
+        const node_error why = transport_->failure(n);
+        if (why != node_error::none) {
+            fail(n, why, r.code, now, transport_->failure_text(n));
+        } else {
+            fail(n, from_net(r.status), r.code, now, transport_->failure_text(n));
+        }
     }
 }
 
@@ -182,6 +198,7 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.state = node_state::handshake;
     c.opening = false;
     c.want_write = false;
+    c.heard = false;
     c.rx_size = 0;
     c.tx_size = 0;
     c.skip = 0;

@@ -1,4 +1,4 @@
-// Node URLs: redis://[user[:password]@]host[:port][/db] and unix:///path[?db=N].
+// Node URLs: redis[s]://[user[:password]@]host[:port][/db] and unix:///path[?db=N].
 //
 // The parser never copies: every field of the result is a view into the URL.
 // It is strict on purpose; a URL that is merely plausible is refused with the
@@ -380,9 +380,9 @@ const char* describe(url_errc code) noexcept {
     case url_errc::too_long:
         return "URL too long";
     case url_errc::missing_scheme:
-        return "missing scheme (expected redis:// or unix://)";
+        return "missing scheme (expected redis://, rediss:// or unix://)";
     case url_errc::bad_scheme:
-        return "unsupported scheme (expected redis:// or unix://)";
+        return "unsupported scheme (expected redis://, rediss:// or unix://)";
     case url_errc::tls_not_built_in:
         return "TLS (rediss://) is not built in";
     case url_errc::bad_userinfo:
@@ -425,7 +425,8 @@ url_errc parse_node_url(str_view url, node_address& out) noexcept {
     if (equals_icase(scheme, "redis")) {
         e = parse_redis(rest, a);
     } else if (equals_icase(scheme, "rediss")) {
-        e = url_errc::tls_not_built_in;
+        e = parse_redis(rest, a);
+        a.tls = true;
     } else if (equals_icase(scheme, "unix")) {
         e = parse_unix(rest, a);
     }

@@ -183,6 +183,7 @@ void client_base::read(std::uint8_t n, instant now) noexcept {
             return;
         }
         c.rx_size += r.size;
+        c.heard = c.heard || r.size > 0;
         process_replies(n, now);
         // A short read took everything the socket had: stop rather than pay
         // a system call for the would-block. Data arriving later makes the fd

@@ -211,7 +211,16 @@ void client_base::service(instant now) noexcept {
             detail::connection& c = conns_[n];
             if ((c.state == node_state::connecting || c.state == node_state::handshake) &&
                 c.timers.expired(connection_timer::connect, now)) {
-                fail(n, node_error::connect_timeout, 0, now);
+                // Say which part ran out of time when it was the transport's
+                // own handshake: a TLS server that never finishes it.
+                str_view during;
+                if (c.opening) {
+                    during = transport_->failure_text(n);
+                    if (during.empty()) {
+                        during = transport_->secure() ? "TLS handshake" : "transport handshake";
+                    }
+                }
+                fail(n, node_error::connect_timeout, 0, now, during);
             } else if (c.state == node_state::ready && !c.fifo.empty() &&
                        c.timers.expired(connection_timer::stall, now)) {
                 fail(n, node_error::stalled, 0, now);

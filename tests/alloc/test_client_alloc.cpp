@@ -15,6 +15,11 @@
 #include "integration/redis_server.hpp"
 #include "tools/alloc_count.hpp"
 
+#if EDGELOCK_TEST_TLS
+#include "edgelock/tls_mbedtls.hpp"
+#include "integration/tls_fixture.hpp"
+#endif
+
 using namespace edgelock;
 using edgelock_test::redis_server;
 using edgelock_test::redis_url;
@@ -107,3 +112,44 @@ TEST_CASE("1,000 fenced cycles on three nodes allocate nothing", "[alloc]") {
     CHECK(completed == 1000);
     CHECK(seen == 0);
 }
+
+#if EDGELOCK_TEST_TLS
+TEST_CASE("1,000 fenced cycles on three TLS nodes allocate nothing after the handshake",
+          "[alloc][tls]") {
+    edgelock_test::tls_certs certs;
+    redis_server a(certs.server_files(), {}), b(certs.server_files(), {}),
+        d(certs.server_files(), {});
+    std::string s[3];
+    str_view urls[3];
+    redis_server* servers[3] = {&a, &b, &d};
+    for (int i = 0; i < 3; ++i) {
+        s[i] = "rediss://localhost:" + std::to_string(servers[i]->port());
+        urls[i] = str_view(s[i].c_str());
+    }
+    tls_mbedtls<3> tls;
+    const std::string ca = certs.ca_file();
+    tls_options t;
+    t.ca_file = str_view(ca.c_str());
+    REQUIRE(tls.configure(t) == tls_errc::ok);
+    client_options co;
+    co.via = &tls;
+    client<3> c;
+    REQUIRE(c.configure(urls, 3, co) == client_errc::ok);
+    client_lock l;
+    lock_options o;
+    o.mode = lock_mode::fenced;
+    o.ttl = duration::seconds(5);
+    o.node_timeout = duration::millis(500);
+    REQUIRE(l.attach(c, "alloc-tls", o) == client_errc::ok);
+    // Warm up: the handshakes (which allocate), the scripts.
+    REQUIRE(l.try_acquire().event.kind == lock_event_kind::acquired);
+    REQUIRE(l.release().event.kind == lock_event_kind::released);
+    REQUIRE(c.ready_count() == 3);
+
+    int completed = 0;
+    const unsigned long seen = run_cycles(c, l, 1000, completed);
+    std::printf("alloc: %d fenced cycles on 3 TLS nodes, %lu allocations\n", completed, seen);
+    CHECK(completed == 1000);
+    CHECK(seen == 0);
+}
+#endif

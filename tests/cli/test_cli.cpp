@@ -828,7 +828,15 @@ TEST_CASE("cli: usage errors are 64 with one line on stderr", "[cli]") {
         {"empty KEY", {"run", "-N", n, "", "--", "true"}},
         {"bad TOKEN", {"release", "-N", n, "k", "not-hex"}},
         {"command without --", {"run", "-N", n, "k", "true"}},
-        {"TLS URL", {"run", "-N", "rediss://127.0.0.1:6379", "k", "--", "true"}},
+        {"TLS option without TLS", {"run", "--cacert", "ca.pem", "-N", n, "k", "--", "true"}},
+        {"--insecure without TLS", {"run", "--insecure", "-N", n, "k", "--", "true"}},
+        {"--cert without --key", {"run", "--tls", "--cert", "c.pem", "-N", n, "k", "--", "true"}},
+        {"--key without --cert", {"run", "--tls", "--key", "k.pem", "-N", n, "k", "--", "true"}},
+        {"empty --sni", {"run", "--tls", "--sni=", "-N", n, "k", "--", "true"}},
+        // With TLS built in, the CA file is read at set-up; without, TLS is
+        // refused: a usage error either way, before any node is contacted.
+        {"unreadable CA file",
+         {"run", "--tls", "--cacert", "/nonexistent/ca.pem", "-N", n, "k", "--", "true"}},
         {"missing command", {"run", "-N", n, "k", "--"}},
         {"missing KEY (run)", {"run", "-N", n}},
         {"missing KEY (acquire)", {"acquire", "-N", n}},
@@ -938,7 +946,13 @@ TEST_CASE("cli bad input: usage errors are 64, one line, and touch no node", "[c
         {"EDGELOCK_NODES of a comma", {"acquire", "k"}, {"EDGELOCK_NODES=,"}},
         {"EDGELOCK_NODES not a URL", {"acquire", "k"}, {"EDGELOCK_NODES=127.0.0.1:6379"}},
         {"EDGELOCK_NODES of 10 nodes", {"acquire", "k"}, {"EDGELOCK_NODES=" + ten}},
-        {"EDGELOCK_NODES with TLS", {"acquire", "k"}, {"EDGELOCK_NODES=rediss://127.0.0.1:1"}},
+        // TLS: options that need it, and a CA file that cannot be read (with
+        // TLS built in it is read at set-up, before any node; without, TLS is
+        // refused): usage errors either way.
+        {"a TLS option without TLS", {"acquire", "-N", n, "--cacert", dir / "none", "k"}, {}},
+        {"EDGELOCK_NODES with TLS and an unreadable CA",
+         {"acquire", "--cacert", dir / "none", "k"},
+         {"EDGELOCK_NODES=rediss://127.0.0.1:" + std::to_string(node.port())}},
         {"REDISCLI_AUTH of 257 bytes", {"acquire", "-N", n, "k"}, {"REDISCLI_AUTH=" + pw257}},
     };
     for (const row& w : rows) {

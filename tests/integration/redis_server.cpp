@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 #include "edgelock/resp_decoder.hpp"
@@ -46,8 +47,17 @@ reply copy_out(const edgelock::resp_node* nodes, std::size_t& i) {
 
 }  // namespace
 
+redis_server::redis_server(const redis_tls_files& tls, std::vector<std::string> extra_args)
+    : redis_server(std::move(extra_args), &tls) {}
+
 redis_server::redis_server(std::vector<std::string> extra_args)
-    : extra_args_(std::move(extra_args)) {
+    : redis_server(std::move(extra_args), nullptr) {}
+
+redis_server::redis_server(std::vector<std::string> extra_args, const redis_tls_files* tls)
+    : extra_args_(std::move(extra_args)), tls_(tls != nullptr) {
+    if (tls != nullptr) {
+        tls_files_ = *tls;
+    }
     unix_path_ = dir_ / "redis.sock";
     // free_port() is only a guess: another process may take the port before
     // redis-server binds it, so a failed start tries a fresh one.
@@ -91,6 +101,16 @@ void redis_server::start() {
                                      "warning",
                                      "--logfile",
                                      dir_ / "redis.log"};
+    if (tls_) {
+        args[2] = "0";  // no plain TCP
+        const std::vector<std::string> tls = {
+            "--tls-port",         std::to_string(port_),
+            "--tls-cert-file",    tls_files_.cert_file,
+            "--tls-key-file",     tls_files_.key_file,
+            "--tls-ca-cert-file", tls_files_.ca_file,
+            "--tls-auth-clients", tls_files_.auth_clients ? "yes" : "no"};
+        args.insert(args.end(), tls.begin(), tls.end());
+    }
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     // In the test's process group (a Ctrl-C reaches it too), dying with the
     // test process, whatever kills it.
@@ -100,8 +120,8 @@ void redis_server::start() {
     if (pid_ < 0) {
         fail("fork");
     }
-    // Ready when it answers PING over TCP (NOAUTH from a server started with
-    // --requirepass is an answer too).
+    // Ready when it answers PING over TCP, or over the unix socket for a TLS
+    // server (NOAUTH from a server started with --requirepass is an answer too).
     const double deadline = mono_s() + 10.0;
     while (mono_s() < deadline) {
         if (reap(pid_)) {
@@ -110,8 +130,15 @@ void redis_server::start() {
             fail("redis-server exited at start (is it installed? port taken?)");
         }
         try {
-            redis_client c(port_, 1.0);
-            const reply r = c.command({"PING"});
+            // Redis binds every port before it serves any: a TLS server
+            // that answers on its unix socket listens on its TLS port.
+            std::unique_ptr<redis_client> c;
+            if (tls_) {
+                c.reset(new redis_client(unix_path_, 1.0));
+            } else {
+                c.reset(new redis_client(port_, 1.0));
+            }
+            const reply r = c->command({"PING"});
             if (r.text == "PONG" || (r.type == '-' && r.text.compare(0, 6, "NOAUTH") == 0)) {
                 return;
             }

@@ -21,10 +21,21 @@
 
 namespace edgelock_test {
 
+// What a TLS server needs (PEM files; see tls_fixture.hpp for making them).
+struct redis_tls_files {
+    std::string cert_file;
+    std::string key_file;
+    std::string ca_file;        // the CAs it trusts for client certificates
+    bool auth_clients = false;  // --tls-auth-clients yes: a client certificate is required
+};
+
 class redis_server {
 public:
     // extra_args are appended to the command line (e.g. {"--requirepass", "pw"}).
     explicit redis_server(std::vector<std::string> extra_args = {});
+    // TLS only on port() (--tls-port, plain TCP off); the unix socket stays
+    // plain, so a redis_client(unix_path()) can look inside.
+    redis_server(const redis_tls_files& tls, std::vector<std::string> extra_args);
     ~redis_server();
     redis_server(const redis_server&) = delete;
     redis_server& operator=(const redis_server&) = delete;
@@ -42,10 +53,13 @@ public:
     void restart();
 
 private:
+    redis_server(std::vector<std::string> extra_args, const redis_tls_files* tls);
     void start();
     void stop();
 
     std::vector<std::string> extra_args_;
+    bool tls_ = false;
+    redis_tls_files tls_files_;
     temp_dir dir_{"edgelock-redis"};
     std::string unix_path_;
     std::uint16_t port_ = 0;

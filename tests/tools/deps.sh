@@ -10,7 +10,7 @@ set -eu
 PACKAGES="cmake make g++ pkg-config catch2 redis-server
 g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 gcc-arm-none-eabi libstdc++-arm-none-eabi-dev libnewlib-arm-none-eabi
-clang libclang-rt-dev clang-format $*"
+clang libclang-rt-dev clang-format libmbedtls-dev $*"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "edgelock deps: not a Debian-like system; make sure these (or equivalents) are installed:" >&2
