@@ -96,7 +96,9 @@ size_of() { awk -v n="sizeof_$1" '$1 == n {print $2}' "$work/sizes-$2.txt"; }
 # Static agents, -Os, stripped.
 agent() {
     arch=$1
+    tls=${2:-OFF}
     dir="$build/bench-static-$arch"
+    [ "$tls" = ON ] && dir="$dir-tls"
     toolchain=""
     case $arch in
         aarch64) toolchain="-DCMAKE_TOOLCHAIN_FILE=toolchains/aarch64-linux-gnu.cmake" ;;
@@ -104,7 +106,7 @@ agent() {
     esac
     # shellcheck disable=SC2086
     cmake -S . -B "$dir" $toolchain -DCMAKE_BUILD_TYPE=MinSizeRel -DEDGELOCK_STATIC=ON \
-        -DEDGELOCK_TESTS=OFF -DEDGELOCK_BENCH=OFF -DEDGELOCK_EXAMPLES=OFF \
+        -DEDGELOCK_TLS="$tls" -DEDGELOCK_TESTS=OFF -DEDGELOCK_BENCH=OFF -DEDGELOCK_EXAMPLES=OFF \
         -DEDGELOCK_INSTALL=OFF >"$work/cmake-$arch.log" 2>&1 ||
         { cat "$work/cmake-$arch.log" >&2; exit 1; }
     cmake --build "$dir" -j "$jobs" --target edgelock_cli >"$work/build-$arch.log" 2>&1 ||
@@ -140,6 +142,20 @@ for arch in x86_64 aarch64 armhf; do
     agent_rows="$agent_rows| $arch | $stripped | $full | $empty | $((stripped - empty)) |
 "
 done
+# The same x86_64 agent with TLS (mbedTLS, linked statically), where the host
+# has it; the cross builds have no arm mbedTLS yet.
+tls_row=""
+echo "footprint: static agent for x86_64 with TLS" >&2
+agent x86_64 ON
+if grep -q '^EDGELOCK_MBEDTLS_LIBRARY:FILEPATH=/' "$build/bench-static-x86_64-tls/CMakeCache.txt"; then
+    cp "$build/bench-static-x86_64-tls/edgelock" "$work/edgelock-tls"
+    strip "$work/edgelock-tls"
+    full=$(wc -c <"$build/bench-static-x86_64-tls/edgelock")
+    stripped=$(wc -c <"$work/edgelock-tls")
+    plain=$(wc -c <"$work/edgelock-x86_64")
+    empty=$(wc -c <"$work/empty-x86_64")
+    tls_row="| x86_64 with TLS (mbedTLS: +$((stripped - plain))) | $stripped | $full | $empty | $((stripped - empty)) |"
+fi
 
 verdict=missed
 [ "$text_all" -lt 16384 ] && verdict=met
@@ -177,11 +193,12 @@ Sizes of objects (bytes), read off the compilers:
 | \`resp_decoder\` | $(size_of resp_decoder a64) | $(size_of resp_decoder a32) |
 | \`resp_node\` | $(size_of resp_node a64) | $(size_of resp_node a32) |
 
-The static \`edgelock\` agent (\`-DEDGELOCK_STATIC=ON\`, MinSizeRel), in bytes, next to a
-static program whose \`main\` returns 0, built by the same compiler with the same flags:
-the C library's and C++ runtime's share.
+The static \`edgelock\` agent (\`-DEDGELOCK_STATIC=ON\`, MinSizeRel, without TLS), in bytes,
+next to a static program whose \`main\` returns 0, built by the same compiler with the
+same flags: the C library's and C++ runtime's share. The TLS row links Debian's mbedTLS
+(all of its features) statically.
 
 | | edgelock, stripped | not stripped | empty static program, stripped | difference |
 |---|---:|---:|---:|---:|
-$agent_rows
+$agent_rows$tls_row
 EOF
