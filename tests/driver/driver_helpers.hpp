@@ -10,6 +10,7 @@
 
 #include "edgelock/client.hpp"
 #include "sim/net.hpp"
+#include "tools/describe.hpp"
 #include "tools/hex.hpp"
 #include "tools/lock_key.hpp"
 
@@ -71,32 +72,6 @@ private:
         static_cast<event_log*>(ctx)->events.push_back(entry{&l, edgelock::port::now(), ev});
     }
 };
-
-inline std::string str(edgelock::str_view v) {
-    return v.empty() ? std::string() : std::string(v.data, v.size);
-}
-
-inline std::string what(const edgelock::op_result& r) {
-    using edgelock::describe;
-    std::string s = std::string("error=") + describe(r.error);
-    if (r.error == edgelock::client_errc::lock_rejected) {
-        s += std::string(" lock_error=") + describe(r.lock_error);
-    }
-    if (r.error == edgelock::client_errc::ok) {
-        s += std::string(" event=") + describe(r.event.kind);
-        if (r.event.reason != edgelock::lock_failure::none) {
-            s += std::string(" reason=") + describe(r.event.reason);
-        }
-    }
-    return s;
-}
-
-inline std::string what(const edgelock::node_info& n) {
-    using edgelock::describe;
-    return std::string("state=") + describe(n.state) + " error=" + describe(n.error) +
-           " message='" + str(n.message) + "' warning=" + describe(n.warning) + " policy='" +
-           str(n.maxmemory_policy) + "'";
-}
 
 // Short timeouts for tests that run in virtual milliseconds.
 inline edgelock::lock_options fast_lock_options(

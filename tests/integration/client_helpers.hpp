@@ -12,42 +12,18 @@
 #include "edgelock/client.hpp"
 #include "edgelock/port.hpp"
 #include "integration/redis_server.hpp"
+#include "tools/describe.hpp"
 #include "tools/hex.hpp"
 #include "tools/lock_key.hpp"
 #include "tools/url.hpp"
 
 namespace edgelock_test {
 
-inline std::string str(edgelock::str_view v) {
-    return v.empty() ? std::string() : std::string(v.data, v.size);
-}
-
 inline double ms_since(edgelock::instant t) {
     return static_cast<double>((edgelock::port::now() - t).us) / 1000.0;
 }
 
 // What an operation ended with, for INFO.
-inline std::string what(const edgelock::op_result& r) {
-    using edgelock::describe;
-    std::string s = std::string("error=") + describe(r.error);
-    if (r.error == edgelock::client_errc::lock_rejected) {
-        s += std::string(" lock_error=") + describe(r.lock_error);
-    }
-    if (r.error == edgelock::client_errc::ok) {
-        s += std::string(" event=") + describe(r.event.kind);
-        if (r.event.reason != edgelock::lock_failure::none) {
-            s += std::string(" reason=") + describe(r.event.reason);
-        }
-    }
-    return s;
-}
-
-inline std::string what(const edgelock::node_info& n) {
-    using edgelock::describe;
-    return std::string("state=") + describe(n.state) + " error=" + describe(n.error) +
-           " code=" + std::to_string(n.code) + " message='" + str(n.message) +
-           "' warning=" + describe(n.warning) + " policy='" + str(n.maxmemory_policy) + "'";
-}
 
 // The URLs a client is configured with. The client keeps views into them:
 // declare the list before the client so it outlives it. Not copyable.
