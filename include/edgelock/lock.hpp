@@ -24,15 +24,21 @@
 // except that a late successful acquire is undone on that node (in reentrant
 // mode not after `lost`: see below).
 //
-// Keys: the lock for `name` lives at `{name}` and its fencing counter at
-// `{name}:fence`. The braces are a Redis Cluster hash tag: lock and counter
-// share a slot, as a script touching both must. Every mode uses the same key,
-// so tools inspecting Redis see `{name}`.
+// Keys: the lock for `name` lives at the key `name` itself, its value the
+// owner's token, as node-redlock, redsync, redis-py's Lock and Redisson keep
+// theirs: a plain lock of any of them and edgelock's exclude each other on the
+// same name. The fencing counter shares the lock's Redis Cluster slot, as a
+// script touching both must: `{name}:fence` when the name has no hash tag
+// (the braces make the whole name the tag, so it hashes like `name`), and
+// `name:fence` when it has one (`{fleet}:upload` -> `{fleet}:upload:fence`).
+// A fenced lock's name may not hold a '}' outside a tag (`a}b`): no counter
+// could share its slot (lock_errc::name_unslotted). Every mode uses the same
+// key.
 //
 // Modes (lock_options::mode):
 //   plain     - the acquire script's SET NX PX with a fresh 128-bit token;
 //               compare-and-pexpire renews, compare-and-delete releases.
-//   reentrant - Redisson's hash `{name} -> {owner: holds}`: lock objects with
+//   reentrant - Redisson's hash `name -> {owner: holds}`: lock objects with
 //               the same owner string (agent id + task id) nest; each releases
 //               its own hold. One lock object holds at most once at a time.
 //               A release decrements the owner's field, which names no
@@ -85,7 +91,7 @@
 #define EDGELOCK_LOCK_MAX_NODES 9
 #endif
 
-// Longest lock name (the key is `{name}`, the counter `{name}:fence`). Requests
+// Longest lock name (the key is `name`, the counter `{name}:fence`). Requests
 // are built on the stack of poll_transmit, which holds two copies of the name.
 #ifndef EDGELOCK_LOCK_MAX_NAME
 #define EDGELOCK_LOCK_MAX_NAME 128
@@ -125,7 +131,8 @@ constexpr std::uint32_t lock_max_drift_ppm = 500000;  // half the ttl
 enum class lock_key_kind : std::uint8_t { lock, fence_counter };
 constexpr std::size_t lock_key_capacity = lock_max_name + 8;
 // Writes the key into out (capacity bytes) and returns its length; 0, writing
-// nothing, when name is empty or longer than lock_max_name, or out too small.
+// nothing, when name is empty or longer than lock_max_name, out too small, or
+// (for the counter) the name holds a '}' outside a hash tag.
 std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t capacity) noexcept;
 
 // A buffer of this many bytes holds any request the machine emits (the longest
@@ -140,6 +147,7 @@ enum class lock_errc : std::uint8_t {
     bad_quorum,        // below nodes / 2 + 1 or above nodes
     empty_name,        // the lock needs a name
     name_too_long,     // longer than lock_max_name
+    name_unslotted,    // fenced: a '}' outside a hash tag; no counter key shares its slot
     owner_too_long,    // longer than lock_max_owner
     bad_ttl,           // under 1 ms, above lock_max_ttl_ms, or eaten by drift
     bad_node_timeout,  // zero, or not shorter than the ttl

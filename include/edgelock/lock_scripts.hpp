@@ -6,9 +6,9 @@
 // no SHA1 code is needed in the core; a unit test recomputes them from the text,
 // so edit a script only together with its digest (`printf '%s' "$text" | sha1sum`).
 //
-// Key layout (see lock.hpp): the lock lives at `{name}`, the fencing counter at
-// `{name}:fence`; the hash tag puts both in one Redis Cluster slot, which a
-// script touching both keys requires.
+// Key layout (see lock.hpp): the lock lives at `name`, the fencing counter at
+// `{name}:fence` (or `name:fence` for a name with its own hash tag), in the
+// lock's Redis Cluster slot, which a script touching both keys requires.
 //
 // Replies, chosen so one parser serves every mode:
 //   acquire scripts    -> {1, value} acquired (value: 0, the hold count, or the

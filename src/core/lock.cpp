@@ -49,6 +49,9 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
     if (name.size > lock_max_name) {
         return lock_errc::name_too_long;
     }
+    if (options.mode == lock_mode::fenced && !detail::counter_shares_slot(name)) {
+        return lock_errc::name_unslotted;
+    }
     if (options.owner.size > lock_max_owner) {
         return lock_errc::owner_too_long;
     }

@@ -19,6 +19,8 @@ const char* describe(lock_errc code) noexcept {
         return "lock name is empty";
     case lock_errc::name_too_long:
         return "lock name longer than lock_max_name";
+    case lock_errc::name_unslotted:
+        return "fenced lock name has a '}' outside a hash tag: its counter cannot share its slot";
     case lock_errc::owner_too_long:
         return "owner longer than lock_max_owner";
     case lock_errc::bad_ttl:

@@ -5,19 +5,57 @@
 namespace edgelock {
 namespace detail {
 
-std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept {
-    std::size_t n = 0;
-    out[n++] = '{';
-    for (std::size_t i = 0; i < name.size; ++i) {
-        out[n++] = name.data[i];
+namespace {
+
+void append(char* out, std::size_t& n, str_view bytes) noexcept {
+    for (std::size_t i = 0; i < bytes.size; ++i) {
+        out[n++] = bytes.data[i];
     }
-    out[n++] = '}';
-    if (fence_counter) {
-        const char suffix[] = ":fence";
-        for (std::size_t i = 0; i + 1 < sizeof suffix; ++i) {
-            out[n++] = suffix[i];
+}
+
+}  // namespace
+
+bool has_hash_tag(str_view key) noexcept {
+    std::size_t open = 0;
+    while (open < key.size && key.data[open] != '{') {
+        ++open;
+    }
+    std::size_t close = open + 1;
+    while (close < key.size && key.data[close] != '}') {
+        ++close;
+    }
+    return close < key.size && close > open + 1;
+}
+
+bool counter_shares_slot(str_view name) noexcept {
+    if (has_hash_tag(name)) {
+        return true;
+    }
+    for (std::size_t i = 0; i < name.size; ++i) {
+        if (name.data[i] == '}') {
+            return false;
         }
     }
+    return true;
+}
+
+std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept {
+    std::size_t n = 0;
+    if (!fence_counter) {
+        append(out, n, name);
+        return n;
+    }
+    // The counter hashes like the name: the name's own tag when it has one,
+    // else the whole name as the tag (it holds no '}': counter_shares_slot).
+    const bool tagged = has_hash_tag(name);
+    if (!tagged) {
+        out[n++] = '{';
+    }
+    append(out, n, name);
+    if (!tagged) {
+        out[n++] = '}';
+    }
+    append(out, n, str_view(":fence"));
     return n;
 }
 
@@ -50,9 +88,13 @@ resp_encoded encode_script_call(const lock_script& script, bool eval, const str_
 
 std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t capacity) noexcept {
     const bool fence = kind == lock_key_kind::fence_counter;
-    const std::size_t size = name.size + 2 + (fence ? 6 : 0);
     if (name.size == 0 || name.data == nullptr || name.size > lock_max_name || out == nullptr ||
-        capacity < size) {
+        (fence && !detail::counter_shares_slot(name))) {
+        return 0;
+    }
+    const std::size_t size =
+        name.size + (fence ? (detail::has_hash_tag(name) ? 0 : 2) + sizeof ":fence" - 1 : 0);
+    if (capacity < size) {
         return 0;
     }
     return detail::make_lock_key(out, name, fence);

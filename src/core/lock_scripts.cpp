@@ -6,35 +6,35 @@ namespace edgelock {
 
 const lock_script script_acquire = {
     "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, 0} end\n"
-    "if redis.call('get', KEYS[1]) == ARGV[1] then\n"
+    "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return {1, 0}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "19f83d29d1499400fc65497d51989e8c9e1c3464"};
+    "c0ee60e9e4a793825925d223ca460d0a72f97738"};
 
 const lock_script script_release = {
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end\n"
+    "if redis.pcall('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end\n"
     "return 0",
-    "270ba3c2466e2bd5000f6ecee851ebdc7f618434"};
+    "8cfd6be96f10f215244fa8a291f7eb0813494f7e"};
 
 const lock_script script_renew = {
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) "
+    "if redis.pcall('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) "
     "end\n"
     "return 0",
-    "f6d76d08fe3c3083a6c63ad14d5d2f0c94400914"};
+    "855d8dc30c9a01d5b71731b99ebc0107d17ea484"};
 
 const lock_script script_reentrant_acquire = {
-    "if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[1]) == 1 then\n"
+    "if redis.call('exists', KEYS[1]) == 0 or redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then\n"
     "  local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return {1, n}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "becceef96cf79429d2baec01c10435bd3f4799a5"};
+    "7feab6bb83dfbc54260011584b5312c1347b7f09"};
 
 const lock_script script_reentrant_release = {
-    "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -1 end\n"
+    "if redis.pcall('hexists', KEYS[1], ARGV[1]) ~= 1 then return -1 end\n"
     "local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)\n"
     "if n > 0 then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
@@ -42,13 +42,13 @@ const lock_script script_reentrant_release = {
     "end\n"
     "redis.call('del', KEYS[1])\n"
     "return 0",
-    "e2a4f6a28a3b7cc96c56798d43e6b05df11b3045"};
+    "1f5b66c57e8b697341dac76acc4a139812f4f843"};
 
 const lock_script script_reentrant_renew = {
-    "if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then return redis.call('pexpire', KEYS[1], "
+    "if redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then return redis.call('pexpire', KEYS[1], "
     "ARGV[2]) end\n"
     "return 0",
-    "a1fa001b2d4912550c4f65e93f14a9202b770a7e"};
+    "3b441abbe82be27221eefd670d1d883a01843918"};
 
 const lock_script script_fenced_acquire = {
     "if redis.replicate_commands then redis.replicate_commands() end\n"
@@ -60,15 +60,15 @@ const lock_script script_fenced_acquire = {
     "  end\n"
     "  return {1, redis.call('incr', KEYS[2])}\n"
     "end\n"
-    "if redis.call('get', KEYS[1]) == ARGV[1] then\n"
+    "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return {1, tonumber(redis.call('get', KEYS[2]) or '0')}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "80b0d4b7bef72c54f62332e08ce38c1e247bc940"};
+    "b3a1badd1e5aef5cb760ad8fcb6e85d5425daa9b"};
 
 const lock_script script_fenced_read = {
-    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.call('get', KEYS[1]) == "
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.pcall('get', KEYS[1]) == "
     "ARGV[1] then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  local t = redis.call('time')\n"
@@ -78,10 +78,10 @@ const lock_script script_fenced_read = {
     "  return {1, c}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "35bcb97df9478694e10439cf65835ea139a23963"};
+    "295970eee2607763064514fdf23fdf4dfa06db53"};
 
 const lock_script script_fence_raise = {
-    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end\n"
+    "if redis.pcall('get', KEYS[1]) ~= ARGV[1] then return -1 end\n"
     "local c = tonumber(redis.call('get', KEYS[2]) or '0')\n"
     "local t = tonumber(ARGV[2])\n"
     "if c < t then\n"
@@ -89,7 +89,7 @@ const lock_script script_fence_raise = {
     "  return t\n"
     "end\n"
     "return c",
-    "30823598c8ac79280fd8ed79dcf8b7f2f98fb277"};
+    "1633a1cc7f2112818219dcafe93f2678086d3e32"};
 
 const lock_script* const lock_scripts_all[] = {
     &script_acquire,           &script_release,           &script_renew,

@@ -15,8 +15,20 @@
 namespace edgelock {
 namespace detail {
 
-// Writes `{name}` (or `{name}:fence`) into out, which holds lock_key_capacity
-// bytes, and returns its length. name.size must be at most lock_max_name.
+// Redis Cluster's rule: a key has a hash tag when it holds a '{' and, after
+// the first one, a '}' with at least one byte between them; only the bytes
+// between are hashed then.
+bool has_hash_tag(str_view key) noexcept;
+
+// Whether a fencing counter key can hash to the name's slot: the name has a
+// tag (the counter reuses it), or no '}' at all (the counter tags the whole
+// name). A name like `a}b` has neither.
+bool counter_shares_slot(str_view name) noexcept;
+
+// Writes the lock's key (the name itself) or its counter's (`name:fence` for
+// a tagged name, else `{name}:fence`) into out, which holds
+// lock_key_capacity bytes, and returns its length. name.size must be at most
+// lock_max_name; for the counter, counter_shares_slot(name) must hold.
 std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept;
 
 // EVALSHA sha numkeys keys... args... (or EVAL text ... when eval is set).

@@ -119,13 +119,14 @@ TEST_CASE("cli safety: a replica is refused with its reason (69)", "[cli]") {
 TEST_CASE("cli safety: a server's error reply to the lock request reaches stderr", "[cli]") {
     redis_server srv;
     redis_client admin(srv.port());
-    // A hash where the plain lock's string belongs: the script fails with WRONGTYPE.
-    REQUIRE(admin.command({"HSET", key_of("safety-wrongtype"), "f", "v"}).integer == 1);
-    const run_result res = agent({"run", "-N", redis_url(srv), "safety-wrongtype", "--", "true"});
+    // The connection's user may touch no key of the lock's: the server
+    // refuses the script with NOPERM. (A key of another type is no error:
+    // it is another client's lock, test_cli_interop.cpp.)
+    REQUIRE(admin.command({"ACL", "SETUSER", "default", "resetkeys", "~unrelated:*"}).text == "OK");
+    const run_result res = agent({"run", "-N", redis_url(srv), "safety-refused", "--", "true"});
     INFO(show({"run"}, res));
     CHECK(res.status == exit_unavailable);
-    CHECK(contains(res.err,
-                   "node " + redis_url(srv) + ": the server refused the request: WRONGTYPE"));
+    CHECK(contains(res.err, "node " + redis_url(srv) + ": the server refused the request: NOPERM"));
 
     SECTION("one of three nodes refusing, one busy, one free: exit 1 and the refusal") {
         // The refusal decides the round (one yes, one busy), so it is in
@@ -133,16 +134,15 @@ TEST_CASE("cli safety: a server's error reply to the lock request reaches stderr
         redis_server b;
         redis_server c;
         redis_client admin_b(b.port());
-        REQUIRE(
-            admin_b.command({"SET", key_of("safety-wrongtype"), "someone", "PX", "60000"}).text ==
-            "OK");
+        REQUIRE(admin_b.command({"SET", key_of("safety-refused"), "someone", "PX", "60000"}).text ==
+                "OK");
         const run_result mixed =
             agent({"run", "-N", node_list({redis_url(srv), redis_url(b), redis_url(c)}),
-                   "safety-wrongtype", "--", "true"});
+                   "safety-refused", "--", "true"});
         INFO(show({"run", "3 nodes"}, mixed));
         CHECK(mixed.status == exit_conflict);
         CHECK(contains(mixed.err,
-                       "node " + redis_url(srv) + ": the server refused the request: WRONGTYPE"));
+                       "node " + redis_url(srv) + ": the server refused the request: NOPERM"));
     }
 }
 

@@ -177,7 +177,7 @@ TEST_CASE("a set-up failing at each step is reported and keeps the node out of t
         } else {
             CHECK(n.node(1).lock_requests() == 0);
             for (std::uint32_t d : {0u, 99u}) {
-                CHECK(n.node(1).db(d).find("{jobs}", n.now().us) == nullptr);
+                CHECK(n.node(1).db(d).find("jobs", n.now().us) == nullptr);
             }
             // Still the same reason: it was not replaced by the lock's traffic.
             CHECK(c.node(1).error == k.error);

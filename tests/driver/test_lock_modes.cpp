@@ -29,7 +29,7 @@ TEST_CASE("reentrant locks count holds per owner", "[lock][sim]") {
     other_opt.owner = "agent-2:task-1";
     edgelock::client_lock& other = c.add_lock(b, "jobs", other_opt);
     auto holds = [&](int node) {
-        auto* e = c.node(node).find("{jobs}", c.now().us);
+        auto* e = c.node(node).find("jobs", c.now().us);
         if (e == nullptr) {
             return std::string("none");
         }
@@ -217,7 +217,7 @@ TEST_CASE("reentrant: a lock lost while its node was down sends nothing once the
     edgelock::client_lock& first = c.add_lock(a, "jobs", opt, true);  // with its watchdog
     edgelock::client_lock& second = c.add_lock(a, "jobs", opt);
     auto holds = [&] {
-        auto* e = c.node(0).find("{jobs}", c.now().us);
+        auto* e = c.node(0).find("jobs", c.now().us);
         return e == nullptr ? std::string("none") : e->fields["task-42"];
     };
     REQUIRE(c.acquire(first) == client_errc::ok);

@@ -20,6 +20,7 @@
 using namespace edgelock;
 using edgelock_test::configure;
 using edgelock_test::connection_id;
+using edgelock_test::fence_key_of;
 using edgelock_test::key_of;
 using edgelock_test::must_acquire;
 using edgelock_test::must_release;
@@ -287,16 +288,19 @@ TEST_CASE("client server checks: an INFO reply too long for the buffer is skippe
 
 TEST_CASE("client server checks: a refused lock request shows in node(i)",
           "[integration][client]") {
-    SECTION("WRONGTYPE: the lock key holds a hash; then cleared by a good reply") {
+    SECTION("WRONGTYPE: the fencing counter holds a hash; then cleared by a good reply") {
+        // (A lock key of another type is no error: another client's lock,
+        // busy. Our own counter spoilt is one.)
         redis_server srv;
         redis_client admin(srv.port());
         const char* name = "checks-wrongtype";
-        REQUIRE(admin.command({"HSET", key_of(name), "f", "v"}).integer == 1);
+        REQUIRE(admin.command({"HSET", fence_key_of(name), "f", "v"}).integer == 1);
         const url_list urls({redis_url(srv)});
         client<1> c;
         configure(c, urls);
         client_lock l;
-        REQUIRE(l.attach(c, name, options(5000, 500), no_watchdog()) == client_errc::ok);
+        REQUIRE(l.attach(c, name, options(5000, 500, lock_mode::fenced), no_watchdog()) ==
+                client_errc::ok);
         REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
         const long long id = connection_id(c, 0);
 
@@ -305,15 +309,17 @@ TEST_CASE("client server checks: a refused lock request shows in node(i)",
         CHECK(std::string(describe(n.error)) == "the server refused the request");
         // The server's own text, cut to EDGELOCK_CLIENT_MESSAGE (a script
         // error carries the script's position: longer than that on 7.0).
-        const edgelock_test::reply own = admin.command(
-            {"EVALSHA", str(script_acquire.sha1), "1", key_of(name), "token", "5000"});
+        const edgelock_test::reply own =
+            admin.command({"EVALSHA", str(script_fenced_acquire.sha1), "2", key_of(name),
+                           fence_key_of(name), "token", "5000"});
         REQUIRE(own.type == '-');
         CHECK(str(n.message) == own.text.substr(0, EDGELOCK_CLIENT_MESSAGE));
         CHECK(connection_id(c, 0) == id);  // the connection stayed up
-        CHECK(admin.command({"TYPE", key_of(name)}).text == "hash");
+        CHECK(admin.command({"TYPE", fence_key_of(name)}).text == "hash");
 
         // The latest reason: a lock reply that is not an error clears it.
-        REQUIRE(admin.command({"DEL", key_of(name)}).integer == 1);
+        REQUIRE(admin.command({"DEL", fence_key_of(name)}).integer == 1);
+        REQUIRE(admin.command({"DEL", key_of(name)}).integer == 1);  // set by `own` before failing
         must_acquire(l);
         INFO(what(c.node(0)));
         CHECK(c.node(0).error == node_error::none);

@@ -111,6 +111,17 @@ public:
         out = e->str;
         return true;
     }
+    // Lua's redis.pcall('get', k) == v: a key of another type (another
+    // client's hash) answers an error, a table, equal to no string.
+    bool holds(const std::string& k, const std::string& v, std::uint64_t now) {
+        const entry* e = find(k, now);
+        return e != nullptr && !e->hash && e->str == v;
+    }
+    // Lua's redis.pcall('hexists', k, f) == 1, the same way for a string key.
+    bool has_field(const std::string& k, const std::string& f, std::uint64_t now) {
+        const entry* e = find(k, now);
+        return e != nullptr && e->hash && e->fields.count(f) != 0;
+    }
     bool set_nx_px(const std::string& k, const std::string& v, std::int64_t px, std::uint64_t now) {
         if (px <= 0) {
             throw redis_error("ERR invalid expire time in 'set' command");

@@ -58,31 +58,31 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
         return args[i];
     };
     const std::int64_t clock = server_time_us(now);
-    std::string cur;
+
     if (s == &script_acquire) {
         if (ks.set_nx_px(key(0), arg(0), parse_int(arg(1)), now)) {
             return resp_pair(1, 0);
         }
-        if (ks.get(key(0), now, cur) && cur == arg(0)) {
+        if (ks.holds(key(0), arg(0), now)) {
             ks.pexpire(key(0), parse_int(arg(1)), now);
             return resp_pair(1, 0);
         }
         return resp_pair(0, ks.pttl(key(0), now));
     }
     if (s == &script_release) {
-        if (ks.get(key(0), now, cur) && cur == arg(0)) {
+        if (ks.holds(key(0), arg(0), now)) {
             return resp_int(ks.del(key(0), now));
         }
         return resp_int(0);
     }
     if (s == &script_renew) {
-        if (ks.get(key(0), now, cur) && cur == arg(0)) {
+        if (ks.holds(key(0), arg(0), now)) {
             return resp_int(ks.pexpire(key(0), parse_int(arg(1)), now));
         }
         return resp_int(0);
     }
     if (s == &script_reentrant_acquire) {
-        if (ks.find(key(0), now) == nullptr || ks.hexists(key(0), arg(0), now) == 1) {
+        if (ks.find(key(0), now) == nullptr || ks.has_field(key(0), arg(0), now)) {
             const std::int64_t n = ks.hincrby(key(0), arg(0), 1, now);
             ks.pexpire(key(0), parse_int(arg(1)), now);
             return resp_pair(1, n);
@@ -90,7 +90,7 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
         return resp_pair(0, ks.pttl(key(0), now));
     }
     if (s == &script_reentrant_release) {
-        if (ks.hexists(key(0), arg(0), now) == 0) {
+        if (!ks.has_field(key(0), arg(0), now)) {
             return resp_int(-1);
         }
         const std::int64_t n = ks.hincrby(key(0), arg(0), -1, now);
@@ -102,7 +102,7 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
         return resp_int(0);
     }
     if (s == &script_reentrant_renew) {
-        if (ks.hexists(key(0), arg(0), now) == 1) {
+        if (ks.has_field(key(0), arg(0), now)) {
             return resp_int(ks.pexpire(key(0), parse_int(arg(1)), now));
         }
         return resp_int(0);
@@ -114,22 +114,21 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
             }
             return resp_pair(1, ks.incr(key(1), now));
         }
-        if (ks.get(key(0), now, cur) && cur == arg(0)) {
+        if (ks.holds(key(0), arg(0), now)) {
             ks.pexpire(key(0), parse_int(arg(1)), now);
             return resp_pair(1, ks.get_number(key(1), now));
         }
         return resp_pair(0, ks.pttl(key(0), now));
     }
     if (s == &script_fenced_read) {
-        if (ks.set_nx_px(key(0), arg(0), parse_int(arg(1)), now) ||
-            (ks.get(key(0), now, cur) && cur == arg(0))) {
+        if (ks.set_nx_px(key(0), arg(0), parse_int(arg(1)), now) || ks.holds(key(0), arg(0), now)) {
             ks.pexpire(key(0), parse_int(arg(1)), now);
             return resp_pair(1, std::max(ks.get_number(key(1), now), clock));
         }
         return resp_pair(0, ks.pttl(key(0), now));
     }
     if (s == &script_fence_raise) {
-        if (!ks.get(key(0), now, cur) || cur != arg(0)) {
+        if (!ks.holds(key(0), arg(0), now)) {
             return resp_int(-1);
         }
         const std::int64_t c = ks.get_number(key(1), now);

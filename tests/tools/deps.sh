@@ -2,7 +2,8 @@
 # Installs, from Debian's packages, whatever building and testing edgelock
 # needs and the machine lacks. The library itself needs only a C++17 compiler
 # and POSIX sockets; everything here is for the tests, the cross builds and the
-# fuzzer. Extra package names may be given as arguments (`make bench` adds its
+# fuzzer (python3-redis: redis-py's Lock, the other lock client of the interop
+# tests). Extra package names may be given as arguments (`make bench` adds its
 # own). As root (or with password-less sudo) it installs; otherwise it prints
 # the exact command and stops.
 set -eu
@@ -10,7 +11,7 @@ set -eu
 PACKAGES="cmake make g++ pkg-config catch2 redis-server
 g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 gcc-arm-none-eabi libstdc++-arm-none-eabi-dev libnewlib-arm-none-eabi
-clang libclang-rt-dev clang-format libmbedtls-dev $*"
+clang libclang-rt-dev clang-format libmbedtls-dev python3-redis $*"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "edgelock deps: not a Debian-like system; make sure these (or equivalents) are installed:" >&2

@@ -154,6 +154,8 @@ TEST_CASE("configure rejects bad arguments and changes nothing", "[lock]") {
         {"empty name", "", 3, options(), false, lock_errc::empty_name},
         {"long name", edgelock::str_view(long_name.data(), long_name.size()), 3, options(), false,
          lock_errc::name_too_long},
+        {"fenced name without a slot for its counter", "a}b", 3,
+         with([](auto& o) { o.mode = lock_mode::fenced; }), false, lock_errc::name_unslotted},
         {"long owner", "jobs", 3, with([&](auto& o) {
              o.mode = lock_mode::reentrant;
              o.owner = edgelock::str_view(long_owner.data(), long_owner.size());
@@ -267,7 +269,7 @@ TEST_CASE("requests: all nodes at once, a small buffer loses nothing", "[lock]")
     CHECK(s[0].bytes.find("EVALSHA") != std::string::npos);
     CHECK(s[0].bytes.find(std::string(edgelock::script_acquire.sha1.data, 40)) !=
           std::string::npos);
-    CHECK(s[0].bytes.find("$6\r\n{jobs}\r\n") != std::string::npos);
+    CHECK(s[0].bytes.find("$4\r\njobs\r\n") != std::string::npos);
     CHECK(s[0].bytes.find("$4\r\n1000\r\n") != std::string::npos);
     CHECK(s[0].bytes == s[1].bytes);
     CHECK(s[0].tag == s[1].tag);
@@ -428,7 +430,7 @@ TEST_CASE("bad input: a rejected configure keeps the name, options and mode", "[
         const sent b = take(twin, i);
         CHECK(a.bytes == b.bytes);
         CHECK(a.tag == b.tag);
-        CHECK(a.bytes.find("{jobs}") != std::string::npos);
+        CHECK(a.bytes.find("$4\r\njobs\r\n") != std::string::npos);
         CHECK(a.bytes.find(std::string(edgelock::script_acquire.sha1.data, 40)) !=
               std::string::npos);
     }
@@ -457,7 +459,8 @@ TEST_CASE("bad input: configure at the limits is accepted", "[bad-input]") {
     const edgelock::lock_transmit t = l.poll_transmit(6, buf, sizeof buf);
     REQUIRE(t.error == lock_errc::ok);
     const std::string req(buf, t.size);
-    CHECK(req.find("{" + longest + "}") != std::string::npos);
+    CHECK(req.find("$" + std::to_string(longest.size()) + "\r\n" + longest + "\r\n") !=
+          std::string::npos);
     CHECK(req.find(owner) != std::string::npos);
     CHECK(req.find(std::to_string(edgelock::lock_max_ttl_ms)) != std::string::npos);
 }
@@ -478,7 +481,7 @@ TEST_CASE("bad input: configure is refused while anything of the lock is under w
         before = observe(l);
         CHECK(l.configure("other", 3, options(), rnd.source()) == lock_errc::busy);
         CHECK_UNCHANGED(l, before);
-        CHECK(take(l, 0).bytes.find("{jobs}") != std::string::npos);
+        CHECK(take(l, 0).bytes.find("$4\r\njobs\r\n") != std::string::npos);
     }
     SECTION("idle, with the cleanups of a failed round not yet sent") {
         REQUIRE(l.acquire(t0) == lock_errc::ok);
@@ -495,12 +498,12 @@ TEST_CASE("bad input: configure is refused while anything of the lock is under w
         // The cleanups still name the old key; once they are out, the new name is taken.
         for (std::uint8_t i = 0; i < 3; ++i) {
             const sent c = take(l, i);
-            CHECK(c.bytes.find("{jobs}") != std::string::npos);
-            CHECK(c.bytes.find("{other}") == std::string::npos);
+            CHECK(c.bytes.find("$4\r\njobs\r\n") != std::string::npos);
+            CHECK(c.bytes.find("$5\r\nother\r\n") == std::string::npos);
         }
         REQUIRE(l.configure("other", 3, options(), rnd.source()) == lock_errc::ok);
         REQUIRE(l.acquire(t0 + duration::millis(10)) == lock_errc::ok);
-        CHECK(take(l, 0).bytes.find("{other}") != std::string::npos);
+        CHECK(take(l, 0).bytes.find("$5\r\nother\r\n") != std::string::npos);
     }
 }
 
@@ -897,14 +900,31 @@ TEST_CASE("lock_key: the keys of a lock, as the scripts use them", "[lock]") {
     using edgelock::lock_key;
     using edgelock::lock_key_kind;
     using edgelock::str_view;
-    std::size_t n = lock_key("jobs", lock_key_kind::lock, out, sizeof out);
-    CHECK(std::string(out, n) == "{jobs}");
-    n = lock_key("jobs", lock_key_kind::fence_counter, out, sizeof out);
-    CHECK(std::string(out, n) == "{jobs}:fence");
+    const auto key = [&](const char* name, lock_key_kind kind) {
+        const std::size_t n = lock_key(name, kind, out, sizeof out);
+        return std::string(out, n);
+    };
+    // The lock is the name itself, as other Redis lock clients keep it.
+    CHECK(key("jobs", lock_key_kind::lock) == "jobs");
+    CHECK(key("{fleet}:upload", lock_key_kind::lock) == "{fleet}:upload");
+    // The counter hashes like the name: the whole name as the tag, or the
+    // name's own tag (Redis's rule: the first '{', the first '}' after it,
+    // at least one byte between).
+    CHECK(key("jobs", lock_key_kind::fence_counter) == "{jobs}:fence");
+    CHECK(key("{fleet}:upload", lock_key_kind::fence_counter) == "{fleet}:upload:fence");
+    CHECK(key("a{b}c", lock_key_kind::fence_counter) == "a{b}c:fence");
+    CHECK(key("a{b", lock_key_kind::fence_counter) == "{a{b}:fence");  // tag: "a{b", the name
+    // A '}' outside a tag leaves no counter key in the name's slot ("{}" is
+    // no tag, and Redis looks no further).
+    CHECK(key("a}b", lock_key_kind::lock) == "a}b");
+    CHECK(key("a}b", lock_key_kind::fence_counter).empty());
+    CHECK(key("{}x", lock_key_kind::fence_counter).empty());
+    CHECK(key("{}{x}", lock_key_kind::fence_counter).empty());
     // Bad input writes nothing and returns 0.
     std::memset(out, 'x', sizeof out);
     CHECK(lock_key(str_view(), lock_key_kind::lock, out, sizeof out) == 0);
     CHECK(lock_key("jobs", lock_key_kind::fence_counter, out, 11) == 0);  // needs 12
+    CHECK(lock_key("jobs", lock_key_kind::lock, out, 3) == 0);            // needs 4
     CHECK(lock_key("jobs", lock_key_kind::lock, nullptr, 64) == 0);
     CHECK(out[0] == 'x');
     const std::string longest(edgelock::lock_max_name, 'n');

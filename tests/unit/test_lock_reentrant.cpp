@@ -32,7 +32,7 @@ using edgelock::lock_state;
 namespace {
 
 const char* const lock_name = "jobs";
-const char* const lock_key = "{jobs}";
+const char* const lock_key = "jobs";
 
 // As a client's connection set-up does (SCRIPT LOAD): EVALSHA works at once,
 // so a request and its reply are one exchange.
