@@ -3,6 +3,7 @@
 // Part of client.hpp; see there for how to use it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "edgelock/client_errors.hpp"
@@ -58,6 +59,36 @@ public:
     op_result renew() noexcept;                 // renewed, or lost
     op_result release() noexcept;               // released; not_held when it was lost meanwhile
 
+    // --- the standard's Lockable and TimedLockable, without exceptions ---
+    // So std::unique_lock<edgelock::client_lock> g(job, std::chrono::seconds(5)),
+    // std::lock_guard, std::scoped_lock and std::lock work on a lock. They say
+    // only yes or no; the calls above (and last_event()) say why.
+    //
+    // lock() blocks until the lock is held, as std::mutex::lock does: while
+    // another holds it, and while its nodes are unreachable or refuse, it
+    // keeps trying (rounds paced by the lock's retry policy; nodes reconnect
+    // with their backoff) for as long as that lasts. It returns without the
+    // lock only when it never could get it: not attached, called from a
+    // callback, another operation of the lock under way, the port's wait
+    // failing. Code that must not block indefinitely uses try_lock_for().
+    // unlock() releases; when no quorum answers, the lock ends with its ttl.
+    // A held lock is renewed by the watchdog only while the client is driven
+    // (its blocking calls or its event loop): a critical section under a
+    // std::unique_lock that does not drive it must end within the ttl, or
+    // check held() before acting.
+    void lock() noexcept;
+    bool try_lock() noexcept;  // one round
+    void unlock() noexcept;
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) noexcept {
+        return try_lock_within(to_duration(wait));
+    }
+    template <class Clock, class Dur>
+    bool try_lock_until(const std::chrono::time_point<Clock, Dur>& until) noexcept {
+        const auto now = Clock::now();
+        return try_lock_within(until > now ? to_duration(until - now) : duration{});
+    }
+
     // Takes over an acquisition made elsewhere by its token (see lock::resume),
     // to renew or release it. Plain and fenced modes.
     client_errc resume(const owner_token& token) noexcept;
@@ -76,7 +107,7 @@ public:
     instant validity_deadline() const noexcept { return machine_.validity_deadline(); }
     std::uint64_t fence() const noexcept { return machine_.fence(); }
     const owner_token& token() const noexcept { return machine_.token(); }
-    const lock& machine() const noexcept { return machine_; }
+    const edgelock::lock& machine() const noexcept { return machine_; }
     // The last event of the lock (lost, renew_failed...) and when it came.
     const lock_event& last_event() const noexcept { return last_event_; }
 
@@ -90,6 +121,21 @@ private:
                       duration wait = duration{}) noexcept;
     op_result run(op kind, std::uint32_t max_tries = 1, duration wait = duration{}) noexcept;
     void abandon(instant now) noexcept;
+    bool try_lock_within(duration wait) noexcept;
+    // A std::chrono duration in whole microseconds, rounded up; negative is
+    // zero, beyond the range saturates.
+    template <class Rep, class Period>
+    static duration to_duration(const std::chrono::duration<Rep, Period>& d) noexcept {
+        const double us = std::chrono::duration<double, std::micro>(d).count();
+        if (!(us > 0)) {
+            return duration{};
+        }
+        if (us >= 18e18) {
+            return duration{UINT64_MAX};
+        }
+        const auto whole = static_cast<std::uint64_t>(us);
+        return duration{whole + (static_cast<double>(whole) < us ? 1 : 0)};
+    }
 
     // The lock's timers in the client.
     enum class timer : std::uint8_t {
@@ -97,7 +143,7 @@ private:
         begin_by,  // a queued operation begins then even if a node is still connecting
     };
 
-    lock machine_;
+    edgelock::lock machine_;
     client_base* client_ = nullptr;
     client_lock* next_ = nullptr;
     lock_callback callback_ = nullptr;
