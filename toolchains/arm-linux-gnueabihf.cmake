@@ -3,6 +3,7 @@
 #   cmake -S . -B build-armhf -DCMAKE_TOOLCHAIN_FILE=toolchains/arm-linux-gnueabihf.cmake \
 #         -DEDGELOCK_STATIC=ON
 # When qemu-arm (package qemu-user) is installed, ctest runs the tests under it.
+# TLS links the target's mbedTLS: Debian's libmbedtls-dev:armhf (see CMakeLists.txt).
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR arm)
 set(EDGELOCK_CROSS_TRIPLE arm-linux-gnueabihf)

@@ -11,7 +11,11 @@ set -eu
 PACKAGES="cmake make g++ pkg-config catch2 redis-server
 g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 gcc-arm-none-eabi libstdc++-arm-none-eabi-dev libnewlib-arm-none-eabi
-clang libclang-rt-dev clang-format libmbedtls-dev python3-redis $*"
+clang libclang-rt-dev clang-format libmbedtls-dev python3-redis
+libmbedtls-dev:arm64 libmbedtls-dev:armhf $*"
+# The cross builds link the target's mbedTLS from Debian's multiarch packages
+# (the :arm64 and :armhf ones above), which need those architectures added.
+FOREIGN_ARCHS="arm64 armhf"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "edgelock deps: not a Debian-like system; make sure these (or equivalents) are installed:" >&2
@@ -31,6 +35,13 @@ if [ -z "$missing" ]; then
     exit 0
 fi
 
+add_archs=""
+for a in $FOREIGN_ARCHS; do
+    if ! dpkg --print-foreign-architectures | grep -qx "$a"; then
+        add_archs="$add_archs $a"
+    fi
+done
+
 echo "edgelock deps: missing:$missing"
 if [ "$(id -u)" -eq 0 ]; then
     sudo=""
@@ -38,11 +49,20 @@ elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
     sudo="sudo"
 else
     echo "edgelock deps: not root and no password-less sudo; run this, then retry:" >&2
+    for a in $add_archs; do
+        echo "  sudo dpkg --add-architecture $a" >&2
+    done
     echo "  sudo apt-get update && sudo apt-get install -y$missing" >&2
     exit 1
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
+for a in $add_archs; do
+    $sudo dpkg --add-architecture "$a"
+done
+# A mirror in mid-sync can fail one index (and apt-get update then exits
+# non-zero) while the rest is fine: try twice, then let the install say
+# whether anything it needs is really missing.
+$sudo apt-get update -q || $sudo apt-get update -q || echo "edgelock deps: apt-get update reported errors; installing anyway" >&2
 # shellcheck disable=SC2086
 $sudo apt-get install -y -q $missing
