@@ -1,5 +1,13 @@
 // The TLS transport's shared part: the configuration every session uses
 // (rules, CA chain, own certificate and key), loaded once by configure().
+
+// Directories are read through the large-file interface (readdir64, stat64)
+// even in a 32-bit build: see parse_dir().
+#define _FILE_OFFSET_BITS 64
+
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <mbedtls/version.h>
 
 #include <cstring>
@@ -36,6 +44,46 @@ bool copy_path(str_view from, char (&to)[max_path]) {
 // at all is a failure.
 bool loaded_some(int ret, const mbedtls_x509_crt& chain) {
     return ret >= 0 && chain.raw.len != 0;
+}
+
+// Every certificate file of a directory (c_rehash's <hash>.0 links, a
+// system store's bundles), as mbedtls_x509_crt_parse_path reads one, with the
+// same result: how many files failed to parse, or negative when the directory
+// cannot be read. Done here because mbedTLS's own walk uses the plain
+// readdir(), which in a 32-bit program fails with EOVERFLOW at the first entry
+// whenever the file system hands out 64-bit directory offsets (ext4 does to a
+// 32-bit program under qemu-user on a 64-bit kernel): the store then reads as
+// empty.
+int parse_dir(mbedtls_x509_crt& chain, const char* dir) {
+    DIR* d = ::opendir(dir);
+    if (d == nullptr) {
+        return -1;
+    }
+    int failed = 0;
+    char path[max_path];
+    const std::size_t n = std::strlen(dir);
+    while (const dirent* e = ::readdir(d)) {
+        if (e->d_name[0] == '.') {
+            continue;  // ".", "..", hidden files
+        }
+        const std::size_t m = std::strlen(e->d_name);
+        if (n + 1 + m >= sizeof path) {
+            ++failed;
+            continue;
+        }
+        std::memcpy(path, dir, n);
+        path[n] = '/';
+        std::memcpy(path + n + 1, e->d_name, m + 1);
+        struct stat st;
+        if (::stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+            continue;  // a dangling link, a subdirectory
+        }
+        if (mbedtls_x509_crt_parse_file(&chain, path) != 0) {
+            ++failed;
+        }
+    }
+    ::closedir(d);
+    return failed;
 }
 
 }  // namespace
@@ -143,14 +191,14 @@ tls_errc tls_mbedtls_base::configure(const tls_options& options) noexcept {
             release_config();
             return tls_errc::path_too_long;
         }
-        if (!loaded_some(mbedtls_x509_crt_parse_path(&ca_, path), ca_)) {
+        if (!loaded_some(parse_dir(ca_, path), ca_)) {
             release_config();
             return tls_errc::ca_dir_unreadable;
         }
     }
     if (options.ca_file.empty() && options.ca_dir.empty()) {
         // The system store: required unless nothing is verified anyway.
-        const int ret = mbedtls_x509_crt_parse_path(&ca_, system_ca_dir);
+        const int ret = parse_dir(ca_, system_ca_dir);
         if (!loaded_some(ret, ca_) && !options.insecure_skip_verify) {
             release_config();
             return tls_errc::no_ca;
