@@ -248,6 +248,9 @@ private:
     // `text`, when given, becomes the node's message (else only errors that
     // carry the server's words keep theirs).
     void fail(std::uint8_t n, node_error why, int code, instant now, str_view text = {}) noexcept;
+    // A failed send, recv or open: the transport's own reason when it has one
+    // (a certificate, an alert), else the socket's.
+    void fail_io(std::uint8_t n, const port::net_result& r, instant now) noexcept;
     // Requests out and replies in (pipeline.cpp).
     bool push_in_flight(std::uint8_t n, const detail::in_flight& f, instant now) noexcept;
     void queue_setup(std::uint8_t n, instant now) noexcept;

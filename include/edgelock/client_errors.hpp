@@ -80,6 +80,8 @@ enum class node_error : std::uint8_t {
                            // or is not valid yet
     tls_name_mismatch,     // the certificate is not for the host (or server_name) we asked
     tls_not_tls,           // the server does not speak TLS: a plaintext port
+    tls_session_failed,    // after the handshake: a fatal alert, or a record that is not
+                           // TLS or does not decrypt (a broken or meddled-with stream)
 };
 
 const char* describe(node_error error) noexcept;

@@ -34,7 +34,9 @@
 // - failure(node) / failure_text(node): after a failed open() or proceed(),
 //   why, as one of the node_error tls_* values (tls_untrusted, tls_expired,
 //   tls_name_mismatch, tls_not_tls, tls_handshake_failed), and the TLS
-//   library's text. Both end up in client.node(i). A socket that broke before
+//   library's text; after a failed send() or recv() of an established
+//   session, tls_session_failed (a fatal alert, a record that is not TLS or
+//   does not decrypt). Both end up in client.node(i). A socket that broke before
 //   the server said anything is the driver's own reason (reset, closed):
 //   failure() none, the net_result says it.
 // - A plaintext server that answers is tls_not_tls at once. A plaintext Redis

@@ -55,10 +55,10 @@ public:
     // the socket itself, after this.
     virtual void close(std::uint8_t node) noexcept = 0;
 
-    // Why node's latest open() or proceed() failed, when the transport knows
-    // better than the net_result it returned (a certificate that did not
-    // verify, say), with a short text for node(i).message; none and empty
-    // otherwise. Valid until the node's next open(). While a handshake is in
+    // Why node's latest open(), proceed(), send() or recv() failed, when the
+    // transport knows better than the net_result it returned (a certificate
+    // that did not verify, an alert), with a short text for node(i).message;
+    // none and empty otherwise. Valid until the node's next open(). While a handshake is in
     // progress the text may say what it waits for: it becomes the message of
     // a connect_timeout that ends it.
     virtual node_error failure(std::uint8_t) const noexcept { return node_error::none; }

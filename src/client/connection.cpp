@@ -182,15 +182,16 @@ void client_base::open_session(std::uint8_t n, port::net_result r, instant now) 
         c.state = node_state::connecting;
         c.opening = true;
     } else {
-        // The transport may know more than the status: a certificate that
-        // did not verify, a server that does not speak TLS.
-        const node_error why = transport_->failure(n);
-        if (why != node_error::none) {
-            fail(n, why, r.code, now, transport_->failure_text(n));
-        } else {
-            fail(n, from_net(r.status), r.code, now, transport_->failure_text(n));
-        }
+        fail_io(n, r, now);
     }
+}
+
+void client_base::fail_io(std::uint8_t n, const port::net_result& r, instant now) noexcept {
+    // The transport may know more than the status: a certificate that did
+    // not verify, a server that does not speak TLS, an alert.
+    const node_error why = transport_->failure(n);
+    fail(n, why != node_error::none ? why : from_net(r.status), r.code, now,
+         transport_->failure_text(n));
 }
 
 void client_base::connected(std::uint8_t n, instant now) noexcept {

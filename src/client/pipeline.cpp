@@ -131,7 +131,7 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
             return;
         }
         if (r.status != port::net_status::ok) {
-            fail(n, from_net(r.status), r.code, now);
+            fail_io(n, r, now);
             return;
         }
         if (r.size < c.tx_size) {
@@ -179,7 +179,7 @@ void client_base::read(std::uint8_t n, instant now) noexcept {
             return;
         }
         if (r.status != port::net_status::ok) {
-            fail(n, from_net(r.status), r.code, now);
+            fail_io(n, r, now);
             return;
         }
         c.rx_size += r.size;

@@ -112,6 +112,25 @@ node_error classify(std::uint32_t flags) {
     return node_error::tls_handshake_failed;
 }
 
+// A session that broke after its handshake: an alert, a record that is not
+// TLS or does not decrypt. Named, so the node's report says more than
+// "socket error".
+port::net_result broken(tls_session& s, int ret) {
+    s.failure = node_error::tls_session_failed;
+    if (ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE) {
+        set_text(s, "the server sent a fatal TLS alert");
+    } else {
+#if defined(MBEDTLS_ERROR_C)
+        char text[detail::tls_failure_text];
+        mbedtls_strerror(ret, text, sizeof text);
+        set_text(s, text, std::strlen(text));
+#else
+        set_text(s, "a TLS record failed its checks");
+#endif
+    }
+    return status(port::net_status::error);
+}
+
 }  // namespace
 
 port::net_result tls_mbedtls_base::refuse(tls_session& s, node_error why, str_view text) noexcept {
@@ -282,7 +301,7 @@ port::net_result tls_mbedtls_base::send_data(std::uint8_t node, int fd, const vo
     if (s.net != port::net_status::ok) {
         return status(s.net, 0, s.net_code);
     }
-    return status(port::net_status::error);
+    return broken(s, ret);
 }
 
 port::net_result tls_mbedtls_base::recv_data(std::uint8_t node, int fd, void* buf,
@@ -319,7 +338,7 @@ port::net_result tls_mbedtls_base::recv_data(std::uint8_t node, int fd, void* bu
         if (s.net != port::net_status::ok) {
             return status(s.net, 0, s.net_code);
         }
-        return status(port::net_status::error);
+        return broken(s, ret);
     }
     return status(port::net_status::would_block);
 }

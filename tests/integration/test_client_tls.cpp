@@ -339,7 +339,7 @@ TEST_CASE("tls: describe() names every TLS code", "[client][tls]") {
     }
     CHECK(std::string(edgelock::describe(static_cast<tls_errc>(200))) == "unknown TLS error");
     for (int e = static_cast<int>(node_error::tls_handshake_failed);
-         e <= static_cast<int>(node_error::tls_not_tls); ++e) {
+         e <= static_cast<int>(node_error::tls_session_failed); ++e) {
         CAPTURE(e);
         const std::string s = edgelock::describe(static_cast<node_error>(e));
         CHECK(s.find("TLS") != std::string::npos);
