@@ -7,7 +7,8 @@
 #     arrays of that many bytes, measured with nm, so nothing runs);
 #   - the static `edgelock` agent built with -Os (MinSizeRel) for x86_64,
 #     aarch64 and armhf, stripped, next to a static program that does nothing,
-#     built with the same compiler and flags: what the C and C++ runtimes weigh.
+#     built with the same compiler and flags: what the C and C++ runtimes weigh;
+#     then the same agents with TLS (mbedTLS linked statically): what TLS adds.
 # Usage: tests/bench/footprint.sh BUILD_DIR   (build trees go under BUILD_DIR)
 set -eu
 build=${1:-build}
@@ -142,20 +143,24 @@ for arch in x86_64 aarch64 armhf; do
     agent_rows="$agent_rows| $arch | $stripped | $full | $empty | $((stripped - empty)) |
 "
 done
-# The same x86_64 agent with TLS (mbedTLS, linked statically), where the host
-# has it; the cross builds have no arm mbedTLS yet.
-tls_row=""
-echo "footprint: static agent for x86_64 with TLS" >&2
-agent x86_64 ON
-if grep -q '^EDGELOCK_MBEDTLS_LIBRARY:FILEPATH=/' "$build/bench-static-x86_64-tls/CMakeCache.txt"; then
-    cp "$build/bench-static-x86_64-tls/edgelock" "$work/edgelock-tls"
-    strip "$work/edgelock-tls"
-    full=$(wc -c <"$build/bench-static-x86_64-tls/edgelock")
-    stripped=$(wc -c <"$work/edgelock-tls")
-    plain=$(wc -c <"$work/edgelock-x86_64")
-    empty=$(wc -c <"$work/empty-x86_64")
-    tls_row="| x86_64 with TLS (mbedTLS: +$((stripped - plain))) | $stripped | $full | $empty | $((stripped - empty)) |"
-fi
+# The same agents with TLS: mbedTLS linked statically (the host's for x86_64,
+# Debian's multiarch archives for the cross builds). An architecture without
+# an mbedTLS to link gets no row.
+tls_rows=""
+for arch in x86_64 aarch64 armhf; do
+    echo "footprint: static agent for $arch with TLS" >&2
+    agent "$arch" ON
+    dir="$build/bench-static-$arch-tls"
+    grep -q '^EDGELOCK_MBEDTLS_LIBRARY:FILEPATH=/' "$dir/CMakeCache.txt" || continue
+    cp "$dir/edgelock" "$work/edgelock-$arch-tls"
+    "$(strip_for "$arch")" "$work/edgelock-$arch-tls"
+    full=$(wc -c <"$dir/edgelock")
+    stripped=$(wc -c <"$work/edgelock-$arch-tls")
+    plain=$(wc -c <"$work/edgelock-$arch")
+    empty=$(wc -c <"$work/empty-$arch")
+    tls_rows="$tls_rows| $arch with TLS (+$((stripped - plain)) for mbedTLS) | $stripped | $full | $empty | $((stripped - empty)) |
+"
+done
 
 verdict=missed
 [ "$text_all" -lt 16384 ] && verdict=met
@@ -195,10 +200,10 @@ Sizes of objects (bytes), read off the compilers:
 
 The static \`edgelock\` agent (\`-DEDGELOCK_STATIC=ON\`, MinSizeRel, without TLS), in bytes,
 next to a static program whose \`main\` returns 0, built by the same compiler with the
-same flags: the C library's and C++ runtime's share. The TLS row links Debian's mbedTLS
-(all of its features) statically.
+same flags: the C library's and C++ runtime's share. The TLS rows link Debian's mbedTLS
+(all of its features, as the distribution configures them) statically.
 
 | | edgelock, stripped | not stripped | empty static program, stripped | difference |
 |---|---:|---:|---:|---:|
-$agent_rows$tls_row
+$agent_rows$tls_rows
 EOF

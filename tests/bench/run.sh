@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs every benchmark and writes BENCHMARKS.md: the machine, the command,
 # a summary of the targets, then one section per measurement, in the order
-# of the list in issue 7 (1-8). Usage: tests/bench/run.sh BUILD_DIR, after
+# of the list in issue 7 (1-8), then TLS (9). Usage: tests/bench/run.sh BUILD_DIR, after
 # the benchmarks were built in BUILD_DIR/bench (make bench does both).
 # BENCHMARKS.md is replaced only when every benchmark succeeded.
 set -eu
@@ -26,6 +26,7 @@ run cycle "$bin/bench_cycle"
 run redlock "$bin/bench_redlock"
 run many_locks "$bin/bench_many_locks"
 run handoff "$bin/bench_handoff"
+run tls "$bin/bench_tls"
 run footprint sh tests/bench/footprint.sh "$build"
 elapsed=$(($(date +%s) - started))
 
@@ -63,7 +64,7 @@ benchmarks measure; no test asserts a timing. Rerun \`make bench\` to refresh th
 |---|---|---|
 EOF
     # Every section states its targets on lines "Target: TEXT: **met|missed** (FIGURE)."
-    for f in resp_decode cycle redlock many_locks handoff footprint; do
+    for f in resp_decode cycle redlock many_locks handoff footprint tls; do
         awk '
             /^## / { section = substr($0, 4) }
             /^Target/ {
@@ -86,7 +87,7 @@ EOF
             }' "$out/$f.md"
     done
     echo
-    for f in resp_decode cycle redlock many_locks handoff footprint; do
+    for f in resp_decode cycle redlock many_locks handoff footprint tls; do
         cat "$out/$f.md"
         echo
     done
