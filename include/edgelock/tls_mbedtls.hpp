@@ -45,6 +45,7 @@ struct tls_session {
     bool established = false;  // the handshake is done
     bool seen_input = false;   // the handshake has read a byte
     bool not_tls = false;      // and that byte cannot start a TLS record
+    bool data_in = false;      // application data came in since the handshake
     std::uint8_t wants = 0;    // port::want_read / want_write during the handshake
     port::net_status net = port::net_status::ok;  // the socket's last failure
     int net_code = 0;

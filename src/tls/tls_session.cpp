@@ -117,7 +117,15 @@ node_error classify(std::uint32_t flags) {
 // "socket error".
 port::net_result broken(tls_session& s, int ret) {
     s.failure = node_error::tls_session_failed;
-    if (ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE) {
+    if (ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE && !s.data_in) {
+        // In TLS 1.3 the client's handshake ends before the server has
+        // checked the client's certificate: a refusal comes as an alert
+        // after it, before any data. Reported as the handshake's failure.
+        s.failure = node_error::tls_handshake_failed;
+        set_text(s,
+                 "the server refused the session (alert before any data): a client "
+                 "certificate missing or refused?");
+    } else if (ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE) {
         set_text(s, "the server sent a fatal TLS alert");
     } else {
 #if defined(MBEDTLS_ERROR_C)
@@ -157,6 +165,7 @@ port::net_result tls_mbedtls_base::open_session(std::uint8_t node, int fd,
     s.established = false;
     s.seen_input = false;
     s.not_tls = false;
+    s.data_in = false;
     s.wants = 0;
     s.net = port::net_status::ok;
     s.net_code = 0;
@@ -321,6 +330,7 @@ port::net_result tls_mbedtls_base::recv_data(std::uint8_t node, int fd, void* bu
     for (int tries = 0; tries < 4; ++tries) {
         const int ret = mbedtls_ssl_read(&s.ssl, static_cast<unsigned char*>(buf), capacity);
         if (ret > 0) {
+            s.data_in = true;
             return status(port::net_status::ok, static_cast<std::size_t>(ret));
         }
         if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) {
