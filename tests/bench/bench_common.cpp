@@ -12,8 +12,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <sstream>
 
 #include "integration/redis_server.hpp"
+#include "tools/files.hpp"
 #include "tools/hex.hpp"
 #include "tools/net.hpp"
 
@@ -117,6 +120,54 @@ void peer_token(const char* program, char (&hex)[33]) {
     }
     edgelock_test::hex_encode(raw, sizeof raw, hex);
     hex[32] = '\0';
+}
+
+double redis_benchmark_set(std::uint16_t port, int requests, const std::string& options) {
+    const std::string cmd =
+        format("redis-benchmark -h 127.0.0.1 -p %u %s -c 1 -P 1 -t set -n %d -q 2>/dev/null", port,
+               options.c_str(), requests);
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (p == nullptr) {
+        return -1;
+    }
+    std::string out;
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p) != nullptr) {
+        out += buf;
+    }
+    ::pclose(p);
+    // "SET: 23456.78 requests per second, p50=0.039 msec" (the last \r-separated part)
+    const std::size_t at = out.rfind("SET: ");
+    return at == std::string::npos ? -1 : std::atof(out.c_str() + at + 5);
+}
+
+double callgrind_total(const char* program, const std::string& toggle, const std::string& args) {
+    std::unique_ptr<edgelock_test::temp_dir> dir;
+    try {
+        dir = std::make_unique<edgelock_test::temp_dir>("edgelock-bench");
+    } catch (const std::exception& e) {
+        fail(program, e.what());
+    }
+    const std::string out = *dir / "callgrind.out";
+    const std::string cmd = format(
+        "valgrind --tool=callgrind --collect-atstart=no '--toggle-collect=%s' "
+        "--callgrind-out-file=%s '%s' %s >/dev/null 2>&1",
+        toggle.c_str(), out.c_str(), edgelock_test::self_path().c_str(), args.c_str());
+    const int rc = std::system(cmd.c_str());
+    double total = -1;
+    if (rc == 0) {
+        std::istringstream in(edgelock_test::read_file(out));
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.compare(0, 8, "totals: ") == 0 || line.compare(0, 9, "summary: ") == 0) {
+                total = std::atof(line.c_str() + line.find(' ') + 1);
+            }
+        }
+    }
+    if (total <= 0) {
+        fail(program, format("callgrind run '%s' failed (status %d)", args.c_str(), rc));
+    }
+    return total;
 }
 
 const char* fault_proxy_program() {

@@ -49,6 +49,42 @@ long long info_field(std::uint16_t port, const std::string& field);
 // (nanoseconds each): the least any request costs. Fails on any error.
 std::vector<std::int64_t> ping_round_trips(const char* program, std::uint16_t port, int count);
 
+// Cycles per second of side.cycle() over about `seconds`, after 200 warm-up
+// cycles; with cpu_us, the process's CPU time (user + system) per cycle too.
+template <class Side>
+double cycles_per_second(Side& side, double seconds, double* cpu_us = nullptr) {
+    for (int i = 0; i < 200; ++i) {
+        side.cycle();
+    }
+    const double cpu_start = edgelock_test::cpu_s();
+    const std::int64_t start = mono_ns();
+    const std::int64_t end = start + static_cast<std::int64_t>(seconds * 1e9);
+    long cycles = 0;
+    std::int64_t t = start;
+    while (t < end) {
+        for (int i = 0; i < 100; ++i) {
+            side.cycle();
+        }
+        cycles += 100;
+        t = mono_ns();
+    }
+    if (cpu_us != nullptr) {
+        *cpu_us = (edgelock_test::cpu_s() - cpu_start) * 1e6 / static_cast<double>(cycles);
+    }
+    return static_cast<double>(cycles) / (static_cast<double>(t - start) / 1e9);
+}
+
+// redis-benchmark's SET rate (requests per second) against 127.0.0.1:port,
+// one connection, no pipelining, `requests` of them; `options` go before the
+// others (e.g. "--tls --cacert 'ca.crt'"). -1 when it reported none.
+double redis_benchmark_set(std::uint16_t port, int requests, const std::string& options = "");
+
+// This program run again under `valgrind --tool=callgrind` with `args` (a
+// shell-quoted tail of its command line), counting instructions only inside
+// the functions matching `toggle` (--toggle-collect). The total Ir; fails
+// `program` when valgrind or the run fails.
+double callgrind_total(const char* program, const std::string& toggle, const std::string& args);
+
 // The fault proxy program built next to the benchmarks.
 const char* fault_proxy_program();
 

@@ -25,9 +25,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
-#include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,7 +35,6 @@
 #include "integration/redis_server.hpp"
 #include "tools/alloc_count.hpp"
 #include "tools/clock.hpp"
-#include "tools/files.hpp"
 #include "tools/lock_key.hpp"
 #include "tools/url.hpp"
 
@@ -153,29 +149,6 @@ __attribute__((noinline)) void measured_hiredis(hiredis_side& s, int cycles) {
     }
 }
 
-// Cycles per second over about `seconds`; `cpu_us` gets the process's CPU
-// time (user + system) per cycle.
-template <class Side>
-double throughput(Side& side, double seconds, double& cpu_us) {
-    for (int i = 0; i < 200; ++i) {
-        side.cycle();  // warm-up
-    }
-    const double cpu_start = edgelock_test::cpu_s();
-    const std::int64_t start = mono_ns();
-    const std::int64_t end = start + static_cast<std::int64_t>(seconds * 1e9);
-    long cycles = 0;
-    std::int64_t t = start;
-    while (t < end) {
-        for (int i = 0; i < 100; ++i) {
-            side.cycle();
-        }
-        cycles += 100;
-        t = mono_ns();
-    }
-    cpu_us = (edgelock_test::cpu_s() - cpu_start) * 1e6 / static_cast<double>(cycles);
-    return static_cast<double>(cycles) / (static_cast<double>(t - start) / 1e9);
-}
-
 template <class Side>
 double allocations_per_cycle(Side& side, int cycles) {
     for (int i = 0; i < 100; ++i) {
@@ -216,25 +189,6 @@ double server_us_per_cycle(std::uint16_t port, Side& side, int cycles) {
     return usec / cycles;
 }
 
-// The floor: redis-benchmark's SET rate on one connection, no pipelining.
-double redis_benchmark_set(std::uint16_t port) {
-    const std::string cmd = format(
-        "redis-benchmark -h 127.0.0.1 -p %u -c 1 -P 1 -t set -n 100000 -q 2>/dev/null", port);
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (p == nullptr) {
-        return -1;
-    }
-    std::string out;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p) != nullptr) {
-        out += buf;
-    }
-    ::pclose(p);
-    // "SET: 23456.78 requests per second, p50=0.039 msec" (the last \r-separated part)
-    const std::size_t at = out.rfind("SET: ");
-    return at == std::string::npos ? -1 : std::atof(out.c_str() + at + 5);
-}
-
 bool have_valgrind() {
     return std::system("valgrind --version >/dev/null 2>&1") == 0;
 }
@@ -242,35 +196,11 @@ bool have_valgrind() {
 // Instructions per cycle of one side: this program under callgrind, in
 // --callgrind mode, with collection only inside the measured loop.
 double callgrind_per_cycle(std::uint16_t port, const char* side, int cycles) {
-    std::unique_ptr<edgelock_test::temp_dir> dir;
-    try {
-        dir = std::make_unique<edgelock_test::temp_dir>("edgelock-bench");
-    } catch (const std::exception& e) {
-        fail(program, e.what());
-    }
-    const std::string out = *dir / "callgrind.out";
     const std::string fn =
         std::string(side) == "edgelock" ? "*measured_edgelock*" : "*measured_hiredis*";
-    const std::string cmd = format(
-        "valgrind --tool=callgrind --collect-atstart=no '--toggle-collect=%s' "
-        "--callgrind-out-file=%s '%s' --callgrind %s %u %d >/dev/null 2>&1",
-        fn.c_str(), out.c_str(), edgelock_test::self_path().c_str(), side, port, cycles);
-    const int rc = std::system(cmd.c_str());
-    double total = -1;
-    if (rc == 0) {
-        std::istringstream in(edgelock_test::read_file(out));
-        std::string line;
-        while (std::getline(in, line)) {
-            if (line.compare(0, 8, "totals: ") == 0 || line.compare(0, 9, "summary: ") == 0) {
-                total = std::atof(line.c_str() + line.find(' ') + 1);
-            }
-        }
-    }
-    dir.reset();
-    if (total <= 0) {
-        fail(program, format("callgrind run for %s failed (status %d)", side, rc));
-    }
-    return total / cycles;
+    return edgelock_bench::callgrind_total(program, fn,
+                                           format("--callgrind %s %u %d", side, port, cycles)) /
+           cycles;
 }
 
 // The child under valgrind: warm up outside the counted loop, then count.
@@ -314,9 +244,9 @@ int main(int argc, char** argv) {
     std::vector<double> hr_cpu;
     for (int round = 0; round < 3; ++round) {
         double cpu = 0;
-        el_rates.push_back(throughput(el, 1.5, cpu));
+        el_rates.push_back(edgelock_bench::cycles_per_second(el, 1.5, &cpu));
         el_cpu.push_back(cpu);
-        hr_rates.push_back(throughput(hr, 1.5, cpu));
+        hr_rates.push_back(edgelock_bench::cycles_per_second(hr, 1.5, &cpu));
         hr_cpu.push_back(cpu);
     }
     std::sort(el_cpu.begin(), el_cpu.end());
@@ -325,7 +255,7 @@ int main(int argc, char** argv) {
     std::sort(hr_rates.begin(), hr_rates.end());
     const double el_rate = el_rates[1];
     const double hr_rate = hr_rates[1];
-    const double set_rate = redis_benchmark_set(port);
+    const double set_rate = edgelock_bench::redis_benchmark_set(port, 100000);
     if (set_rate <= 0) {
         fail(program, "redis-benchmark did not report a SET rate");
     }

@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,7 +30,6 @@
 #include "integration/tls_fixture.hpp"
 #include "tools/alloc_count.hpp"
 #include "tools/clock.hpp"
-#include "tools/files.hpp"
 #include "tools/url.hpp"
 
 namespace {
@@ -110,24 +108,6 @@ __attribute__((noinline)) void measured_cycles(side& s, int cycles) {
     }
 }
 
-double throughput(side& s, double seconds) {
-    for (int i = 0; i < 200; ++i) {
-        s.cycle();  // warm-up
-    }
-    const std::int64_t start = mono_ns();
-    const std::int64_t end = start + static_cast<std::int64_t>(seconds * 1e9);
-    long cycles = 0;
-    std::int64_t t = start;
-    while (t < end) {
-        for (int i = 0; i < 100; ++i) {
-            s.cycle();
-        }
-        cycles += 100;
-        t = mono_ns();
-    }
-    return static_cast<double>(cycles) / (static_cast<double>(t - start) / 1e9);
-}
-
 double allocations_per_cycle(side& s, int cycles) {
     for (int i = 0; i < 100; ++i) {
         s.cycle();
@@ -170,57 +150,13 @@ std::vector<std::int64_t> connect_times(std::uint16_t port, const std::string& c
     return samples;
 }
 
-// redis-benchmark's SET rate on one connection, no pipelining; over TLS when
-// a CA file is given.
-double redis_benchmark_set(std::uint16_t port, const std::string& ca_file) {
-    const std::string tls =
-        ca_file.empty() ? std::string() : format("--tls --cacert '%s' ", ca_file.c_str());
-    const std::string cmd =
-        format("redis-benchmark -h 127.0.0.1 -p %u %s-c 1 -P 1 -t set -n 50000 -q 2>/dev/null",
-               port, tls.c_str());
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (p == nullptr) {
-        return -1;
-    }
-    std::string out;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p) != nullptr) {
-        out += buf;
-    }
-    ::pclose(p);
-    const std::size_t at = out.rfind("SET: ");
-    return at == std::string::npos ? -1 : std::atof(out.c_str() + at + 5);
-}
-
 // Instructions per cycle: this program under callgrind in --callgrind mode,
 // collecting only inside measured_cycles().
 double callgrind_per_cycle(std::uint16_t port, const std::string& ca_file, int cycles) {
-    std::unique_ptr<edgelock_test::temp_dir> dir;
-    try {
-        dir = std::make_unique<edgelock_test::temp_dir>("edgelock-bench");
-    } catch (const std::exception& e) {
-        fail(program, e.what());
-    }
-    const std::string out = *dir / "callgrind.out";
-    const std::string cmd = format(
-        "valgrind --tool=callgrind --collect-atstart=no '--toggle-collect=*measured_cycles*' "
-        "--callgrind-out-file=%s '%s' --callgrind %u %d '%s' >/dev/null 2>&1",
-        out.c_str(), edgelock_test::self_path().c_str(), port, cycles, ca_file.c_str());
-    const int rc = std::system(cmd.c_str());
-    double total = -1;
-    if (rc == 0) {
-        std::istringstream in(edgelock_test::read_file(out));
-        std::string line;
-        while (std::getline(in, line)) {
-            if (line.compare(0, 8, "totals: ") == 0 || line.compare(0, 9, "summary: ") == 0) {
-                total = std::atof(line.c_str() + line.find(' ') + 1);
-            }
-        }
-    }
-    if (total <= 0) {
-        fail(program, format("callgrind run failed (status %d)", rc));
-    }
-    return total / cycles;
+    return edgelock_bench::callgrind_total(
+               program, "*measured_cycles*",
+               format("--callgrind %u %d '%s'", port, cycles, ca_file.c_str())) /
+           cycles;
 }
 
 int callgrind_child(std::uint16_t port, int cycles, const std::string& ca_file) {
@@ -267,8 +203,8 @@ int main(int argc, char** argv) {
         side tls(tls_server.port(), ca);
         side plain(plain_server.port(), "");
         for (int round = 0; round < 3; ++round) {
-            tls_rates.push_back(throughput(tls, 1.5));
-            plain_rates.push_back(throughput(plain, 1.5));
+            tls_rates.push_back(edgelock_bench::cycles_per_second(tls, 1.5));
+            plain_rates.push_back(edgelock_bench::cycles_per_second(plain, 1.5));
         }
         std::fprintf(stderr, "%s: allocations\n", program);
         tls_allocs = allocations_per_cycle(tls, 1000);
@@ -276,8 +212,9 @@ int main(int argc, char** argv) {
     }
     const double tls_rate = median3(tls_rates);
     const double plain_rate = median3(plain_rates);
-    const double tls_set = redis_benchmark_set(tls_server.port(), ca);
-    const double plain_set = redis_benchmark_set(plain_server.port(), "");
+    const double tls_set = edgelock_bench::redis_benchmark_set(
+        tls_server.port(), 50000, format("--tls --cacert '%s'", ca.c_str()));
+    const double plain_set = edgelock_bench::redis_benchmark_set(plain_server.port(), 50000);
     if (tls_set <= 0 || plain_set <= 0) {
         fail(program, "redis-benchmark did not report a SET rate");
     }

@@ -1,9 +1,7 @@
 #include "integration/tls_relay.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -23,6 +21,7 @@
 #include <string>
 
 #include "tools/clock.hpp"
+#include "tools/net.hpp"
 
 namespace edgelock_test {
 
@@ -56,11 +55,6 @@ int recv_cb(void* ctx, unsigned char* buf, std::size_t len) {
     }
     return errno == EAGAIN || errno == EWOULDBLOCK ? MBEDTLS_ERR_SSL_WANT_READ
                                                    : MBEDTLS_ERR_SSL_INTERNAL_ERROR;
-}
-
-void wait_fd(int fd, short events, int ms) {
-    pollfd p{fd, events, 0};
-    ::poll(&p, 1, ms);
 }
 
 int parse_key(mbedtls_pk_context& key, const std::string& file) {
@@ -120,7 +114,7 @@ struct server_session {
             if (n > 0) {
                 done += static_cast<std::size_t>(n);
             } else if (n == MBEDTLS_ERR_SSL_WANT_WRITE || n == MBEDTLS_ERR_SSL_WANT_READ) {
-                wait_fd(fd, POLLOUT, 10);
+                wait_fd(fd, POLLOUT, mono_s() + 0.01);
             } else {
                 return false;
             }
@@ -128,24 +122,6 @@ struct server_session {
         return done == size;
     }
 };
-
-int connect_loopback(std::uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return -1;
-    }
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
 
 }  // namespace
 
@@ -217,7 +193,7 @@ void tls_relay::serve(int client_fd) {
             mono_s() > give_up) {
             return;
         }
-        wait_fd(client_fd, ret == MBEDTLS_ERR_SSL_WANT_READ ? POLLIN : POLLOUT, 50);
+        wait_fd(client_fd, ret == MBEDTLS_ERR_SSL_WANT_READ ? POLLIN : POLLOUT, mono_s() + 0.05);
     }
     ++handshakes_;
     const int backend = connect_loopback(backend_);
@@ -261,7 +237,7 @@ void tls_relay::serve(int client_fd) {
                 ::shutdown(client_fd, SHUT_WR);
                 const double until = mono_s() + 1.0;
                 while (mono_s() < until && !stop_) {
-                    wait_fd(client_fd, POLLIN, 50);
+                    wait_fd(client_fd, POLLIN, mono_s() + 0.05);
                     const ssize_t m = ::recv(client_fd, buf, sizeof buf, MSG_DONTWAIT);
                     if (m == 0 || (m < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
                         break;
