@@ -19,6 +19,21 @@ using namespace edgelock_test;
 
 const char* const name = "nightly-upload";
 
+// One redis-server, a look inside it, and a one-node client with a lock on
+// `name` in the given mode (no watchdog: the test decides every request).
+struct one_node {
+    redis_server srv;
+    redis_client peek{srv.port()};
+    const url_list urls{{redis_url(srv)}};
+    client<1> c;
+    client_lock l;
+
+    explicit one_node(lock_options o) {
+        configure(c, urls);
+        REQUIRE(l.attach(c, name, o, no_watchdog()) == client_errc::ok);
+    }
+};
+
 }  // namespace
 
 TEST_CASE("interop: the lock key is the name itself, as other clients keep it",
@@ -31,13 +46,10 @@ TEST_CASE("interop: redis-py's Lock and edgelock exclude each other on one name"
           "[client][interop]") {
     const lock_mode mode = GENERATE(lock_mode::plain, lock_mode::fenced);
     INFO("mode " << (mode == lock_mode::plain ? "plain" : "fenced"));
-    redis_server srv;
-    redis_client peek(srv.port());
-    const url_list urls({redis_url(srv)});
-    client<1> c;
-    configure(c, urls);
-    client_lock l;
-    REQUIRE(l.attach(c, name, options(10000, 1000, mode), no_watchdog()) == client_errc::ok);
+    one_node t(options(10000, 1000, mode));
+    redis_server& srv = t.srv;
+    redis_client& peek = t.peek;
+    client_lock& l = t.l;
 
     // edgelock holds: redis-py is refused, and a release naming another
     // token leaves the lock where it is.
@@ -75,15 +87,12 @@ TEST_CASE("interop: a lock in the other layout is another's: busy, never an erro
     // layout); the others a string (edgelock's plain and fenced layout).
     const lock_mode mode = GENERATE(lock_mode::plain, lock_mode::fenced, lock_mode::reentrant);
     INFO("mode " << static_cast<int>(mode));
-    redis_server srv;
-    redis_client peek(srv.port());
-    const url_list urls({redis_url(srv)});
-    client<1> c;
-    configure(c, urls);
-    client_lock l;
     lock_options o = options(10000, 1000, mode);
     o.owner = "gateway-7:1";
-    REQUIRE(l.attach(c, name, o, no_watchdog()) == client_errc::ok);
+    one_node t(o);
+    redis_server& srv = t.srv;
+    redis_client& peek = t.peek;
+    client_lock& l = t.l;
 
     if (mode == lock_mode::reentrant) {
         const std::string got = redis_py(srv.port(), name, {"acquire", "10000"});

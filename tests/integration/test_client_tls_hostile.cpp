@@ -45,23 +45,37 @@ const hostile_case hostile_cases[] = {
      node_error::closed},
 };
 
+// A redis-server behind the relay, and a connected one-node client of the
+// relay that trusts the test CA (quick reconnects: the tests heal and retry).
+struct relayed {
+    tls_certs certs;
+    redis_server srv;
+    redis_client peek{srv.port()};
+    tls_relay relay{certs, srv.port()};
+    tls_mbedtls<1> tls;
+    const url_list urls{{tls_url(relay.port())}};
+    client_options o;
+    client<1> c;
+
+    relayed() {
+        trust_ca(tls, certs);
+        o.via = &tls;
+        o.reconnect_min = duration::millis(10);
+        o.reconnect_max = duration::millis(20);
+        REQUIRE(c.configure(urls.data(), 1, o) == client_errc::ok);
+    }
+    void connect() { REQUIRE(c.connect(port::now() + duration::seconds(5)) == 1); }
+};
+
 }  // namespace
 
 TEST_CASE("tls hostile: a clean close sends close_notify; a relayed session works",
           "[client][tls]") {
-    tls_certs certs;
-    redis_server srv;
-    redis_client peek(srv.port());
-    tls_relay relay(certs, srv.port());
-    tls_mbedtls<1> tls;
-    trust_ca(tls, certs);
-    const url_list urls({tls_url(relay.port())});
-    client_options o;
-    o.via = &tls;
-    client<1> c;
-    REQUIRE(c.configure(urls.data(), 1, o) == client_errc::ok);
-    REQUIRE(c.connect(port::now() + duration::seconds(5)) == 1);
-    lock_cycle(c, peek, "hostile-relayed");
+    relayed t;
+    client<1>& c = t.c;
+    tls_relay& relay = t.relay;
+    t.connect();
+    lock_cycle(c, t.peek, "hostile-relayed");
     CHECK(relay.handshakes() == 1);
     CHECK(relay.close_notifies() == 0);
     c.disconnect();
@@ -69,7 +83,7 @@ TEST_CASE("tls hostile: a clean close sends close_notify; a relayed session work
     // Again, by the client's end.
     REQUIRE(c.connect(port::now() + duration::seconds(5)) == 1);
     CHECK(relay.handshakes() == 2);
-    c.configure(urls.data(), 1, o);  // configure() closes what is open
+    c.configure(t.urls.data(), 1, t.o);  // configure() closes what is open
     CHECK(wait_for([&] { return relay.close_notifies() == 2; }, 5.0));
 }
 
@@ -100,22 +114,13 @@ TEST_CASE("tls hostile: misbehaving after the handshake, during the set-up", "[c
 }
 
 TEST_CASE("tls hostile: misbehaving under a lock request, then healed", "[client][tls]") {
-    tls_certs certs;
-    redis_server srv;
-    redis_client peek(srv.port());
-    tls_relay relay(certs, srv.port());
-    tls_mbedtls<1> tls;
-    trust_ca(tls, certs);
-    const url_list urls({tls_url(relay.port())});
-    client_options o;
-    o.via = &tls;
-    o.reconnect_min = duration::millis(10);
-    o.reconnect_max = duration::millis(20);
-    client<1> c;
-    REQUIRE(c.configure(urls.data(), 1, o) == client_errc::ok);
+    relayed t;
+    client<1>& c = t.c;
+    tls_relay& relay = t.relay;
+    redis_client& peek = t.peek;
     client_lock l;
     REQUIRE(l.attach(c, "hostile-lock", options(5000, 500), no_watchdog()) == client_errc::ok);
-    REQUIRE(c.connect(port::now() + duration::seconds(5)) == 1);
+    t.connect();
 
     for (const hostile_case& hc : hostile_cases) {
         INFO(hc.what);
