@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -157,5 +158,57 @@ struct fake_redis {
     }
     std::string url() const { return redis_url(static_cast<std::uint16_t>(positive(port))); }
 };
+
+// s in lower case (ASCII).
+inline std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+// s split at newlines.
+inline strings lines_of(const std::string& s) {
+    strings out;
+    std::istringstream in(s);
+    std::string line;
+    while (std::getline(in, line)) {
+        out.push_back(line);
+    }
+    return out;
+}
+
+// 32 lowercase hex digits: an owner token as the agent prints it.
+inline bool is_token(const std::string& s) {
+    return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
+}
+
+// GET of the lock named `name`: its value, or "" when it is free.
+inline std::string lock_value(redis_client& c, const std::string& name) {
+    const reply r = c.command({"GET", key_of(name)});
+    return r.type == '$' || r.type == '+' ? r.text : std::string();
+}
+
+// PTTL of the lock named `name`.
+inline long long lock_pttl(redis_client& c, const std::string& name) {
+    return c.command({"PTTL", key_of(name)}).integer;
+}
+
+// A well-formed token that no lock holds.
+constexpr const char* valid_token = "00112233445566778899aabbccddeeff";
+
+// Every fake_redis mode (tests/tools/fake_redis.cpp).
+inline constexpr const char* fake_redis_modes[] = {
+    "silent",      "reset",       "close",           "trickle", "garbage",
+    "huge-length", "length-2-63", "negative-length", "deep",    "no-cr",
+    "big-error",   "wrong-type",  "ok-then-garbage", "random"};
+
+// What every agent run against hostile nodes must end with.
+inline void check_not_acquired(const strings& args, const run_result& r, const std::string& mode) {
+    INFO("fake_redis " << mode << "\n" << show(args, r));
+    CHECK((r.status == exit_unavailable || r.status == exit_conflict));
+    CHECK(r.seconds < 10.0);
+}
 
 }  // namespace edgelock_test

@@ -1,0 +1,307 @@
+// The agent while it holds a lock and while nodes fail: renewal past the ttl,
+// a lost lock stopping the child (SIGTERM, SIGKILL after the grace, 75),
+// renewals that time out, Redlock with dead and hostile nodes, fencing tokens
+// across nodes that die and come back empty.
+//
+// Timing checks are sanity bounds several times what a run needs.
+#include <sys/stat.h>
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/agent_helpers.hpp"
+#include "cli/cli_helpers.hpp"
+#include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
+#include "tools/files.hpp"
+#include "tools/lock_key.hpp"
+#include "tools/net.hpp"
+#include "tools/url.hpp"
+
+#ifndef EDGELOCK_CLI_PATH
+#error "build with -DEDGELOCK_CLI_PATH=\"/path/to/edgelock\""
+#endif
+#ifndef EDGELOCK_FAKE_REDIS_PATH
+#error "build with -DEDGELOCK_FAKE_REDIS_PATH=\"/path/to/fake_redis\""
+#endif
+
+using edgelock_test::agent;
+using edgelock_test::agent_run;
+using edgelock_test::clip;
+using edgelock_test::contains;
+using edgelock_test::exit_conflict;
+using edgelock_test::exit_lost;
+using edgelock_test::exit_unavailable;
+using edgelock_test::exit_usage;
+using edgelock_test::fake_redis;
+using edgelock_test::file_exists;
+using edgelock_test::key_of;
+using edgelock_test::lock_exists;
+using edgelock_test::loopback_listener;
+using edgelock_test::mono_s;
+using edgelock_test::node_list;
+using edgelock_test::one_line;
+using edgelock_test::positive;
+using edgelock_test::read_file;
+using edgelock_test::redis_client;
+using edgelock_test::redis_server;
+using edgelock_test::redis_url;
+using edgelock_test::run_result;
+using edgelock_test::show;
+using edgelock_test::sleep_ms;
+using edgelock_test::temp_dir;
+using edgelock_test::wait_for;
+using edgelock_test::wall_s;
+using edgelock_test::write_file;
+
+using edgelock_test::check_not_acquired;
+using edgelock_test::fake_redis_modes;
+using edgelock_test::is_token;
+using edgelock_test::lines_of;
+using edgelock_test::lock_pttl;
+using edgelock_test::lock_value;
+using edgelock_test::lower;
+using edgelock_test::strings;
+using edgelock_test::valid_token;
+
+// --- renewal and lost locks ---------------------------------------------------
+
+TEST_CASE("cli: run renews the lock while the child outlives the ttl", "[cli]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const std::string key = "cli-renew";
+
+    agent_run a({"run", "-t", "1s", "-N", redis_url(srv), key, "--", "sleep", "3"}, {});
+    REQUIRE(wait_for([&] { return is_token(lock_value(admin, key)); }, 3.0));
+    const std::string token = lock_value(admin, key);
+    const double until = mono_s() + 2.3;
+    int samples = 0;
+    int missing = 0;
+    long long max_pttl = 0;
+    while (mono_s() < until) {
+        const long long t = lock_pttl(admin, key);
+        ++samples;
+        missing += (t <= 0 || lock_value(admin, key) != token) ? 1 : 0;
+        max_pttl = std::max(max_pttl, t);
+        sleep_ms(100);
+    }
+    const run_result r = a.finish(15.0);
+    INFO(show(a.args, r));
+    INFO(samples << " samples, " << missing << " without our key; largest PTTL " << max_pttl);
+    CHECK(missing == 0);
+    CHECK(max_pttl <= 1000);
+    CHECK(r.status == 0);
+    CHECK(r.seconds >= 3.0);
+    CHECK(lock_exists(admin, key) == 0);
+}
+
+TEST_CASE("cli: a lost lock stops the child: SIGTERM, SIGKILL after the grace, 75", "[cli]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    temp_dir dir;
+    const std::string key = "cli-lost";
+    const std::string started = dir / "started";
+    const std::string got_term = dir / "term";
+
+    // The child notes SIGTERM and carries on: only SIGKILL stops it.
+    agent_run a({"run", "-t", "1s", "--grace", "500ms", "-N", redis_url(srv), key, "--", "sh", "-c",
+                 "trap \"echo term >> '" + got_term + "'\" TERM; touch '" + started +
+                     "'; while :; do sleep 0.05; done"},
+                {});
+    REQUIRE(wait_for([&] { return file_exists(started); }, 5.0));
+    REQUIRE(is_token(lock_value(admin, key)));
+    sleep_ms(200);
+    // Someone else takes the key: the agent's next renew finds it not ours.
+    REQUIRE(admin.command({"SET", key_of(key), "other", "PX", "60000"}).text == "OK");
+    const double taken = mono_s();
+    const run_result r = a.finish(15.0);
+    const double after = mono_s() - taken;
+    INFO(show(a.args, r));
+    INFO("exited " << after << " s after the key was taken");
+    CHECK(r.status == exit_lost);
+    CHECK(after < 6.0);
+    CHECK(contains(read_file(got_term), "term"));  // SIGTERM came first, SIGKILL ended it
+    CHECK(lock_value(admin, key) == "other");      // never deletes what it does not own
+}
+
+TEST_CASE("cli: renewals that time out stop the child before the validity ends", "[cli]") {
+    redis_server srv;
+    temp_dir dir;
+    const std::string key = "cli-lost-timeout";
+    const std::string started = dir / "started";
+    const std::string beats = dir / "beats";
+    const std::string got_term = dir / "term";
+
+    // The child notes the time every 50 ms and carries on after SIGTERM.
+    agent_run a({"run", "-t", "2s", "--grace", "500ms", "-N", redis_url(srv), key, "--", "sh", "-c",
+                 "trap \"echo term >> '" + got_term + "'\" TERM; touch '" + started +
+                     "'; while :; do date +%s.%N >> '" + beats + "'; sleep 0.05; done"},
+                {});
+    REQUIRE(wait_for([&] { return file_exists(started); }, 5.0));
+    sleep_ms(300);
+    // The node stops answering: no renew succeeds after this instant, so the
+    // lock's validity ends at most a ttl (2 s) later.
+    const double paused = wall_s();
+    const double paused_mono = mono_s();
+    srv.pause();
+    const run_result r = a.finish(15.0);
+    const double after = mono_s() - paused_mono;
+    srv.resume();
+
+    const strings hb = lines_of(read_file(beats));
+    REQUIRE_FALSE(hb.empty());
+    const double last = std::stod(hb.back());
+    INFO(show(a.args, r));
+    INFO("agent exited " << after << " s after the pause; the child's last beat came "
+                         << (last - paused) << " s after it (the validity ends by 2 s)");
+    CHECK(r.status == exit_lost);
+    CHECK(last - paused < 2.0);  // dead before another owner could hold the lock
+    CHECK(after < 4.0);
+    CHECK(contains(read_file(got_term), "term"));
+}
+
+// --- Redlock with dead nodes ----------------------------------------------------
+
+TEST_CASE("cli: 2 of 5 nodes down still lock; 3 down is 69", "[cli]") {
+    std::vector<std::unique_ptr<redis_server>> servers;
+    strings urls;
+    for (int i = 0; i < 5; ++i) {
+        servers.push_back(std::make_unique<redis_server>());
+        urls.push_back(redis_url(*servers.back()));
+    }
+    const std::string nodes = node_list(urls);
+    const std::string key = "cli-quorum";
+    servers[0]->kill();
+    servers[1]->kill();
+
+    {
+        const strings args{"run", "-N", nodes, key, "--", "true"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == 0);
+        CHECK(r.seconds < 5.0);
+    }
+    {
+        const strings args{"acquire", "-t", "10s", "-N", nodes, key};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        REQUIRE(r.status == 0);
+        const std::string token = lines_of(r.out).at(0);
+        for (int i = 2; i < 5; ++i) {
+            redis_client admin(servers[static_cast<std::size_t>(i)]->port());
+            CHECK(lock_value(admin, key) == token);
+        }
+        const strings rel{"release", "-N", nodes, key, token};
+        const run_result rr = agent(rel);
+        INFO(show(rel, rr));
+        CHECK(rr.status == 0);
+    }
+
+    servers[2]->kill();
+    {
+        const strings args{"run", "-N", nodes, key, "--", "true"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == exit_unavailable);
+        CHECK_FALSE(r.err.empty());
+        CHECK(r.seconds < 5.0);
+    }
+    {
+        const strings args{"acquire", "-N", nodes, key};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == exit_unavailable);
+        CHECK(r.out.empty());
+    }
+}
+
+TEST_CASE("cli: one hostile node of three does not stop the lock; two do", "[cli]") {
+    redis_server a;
+    redis_server b;
+    const char* modes[] = {"silent", "trickle",   "garbage",    "deep",
+                           "reset",  "big-error", "wrong-type", "ok-then-garbage"};
+    struct one {
+        std::string mode;
+        std::unique_ptr<fake_redis> fake;
+        std::unique_ptr<agent_run> run;
+    };
+    std::vector<one> all;
+    for (const char* m : modes) {
+        one o;
+        o.mode = m;
+        o.fake = std::make_unique<fake_redis>(m, 60);
+        const std::string nodes =
+            node_list({redis_url(a), redis_url(b), o.fake->url()});  // quorum 2 of 3
+        o.run = std::make_unique<agent_run>(
+            strings{"run", "-N", nodes, std::string("cli-one-hostile-") + m, "--", "true"},
+            strings{});
+        all.push_back(std::move(o));
+    }
+    for (one& o : all) {
+        const run_result r = o.run->finish(30.0);
+        INFO("fake_redis " << o.mode << "\n" << show(o.run->args, r));
+        CHECK(r.status == 0);
+        CHECK(r.seconds < 5.0);
+    }
+
+    // Two of three hostile: no quorum.
+    fake_redis silent("silent", 60);
+    fake_redis garbage("garbage", 60);
+    REQUIRE(positive(silent.port) > 0);
+    REQUIRE(positive(garbage.port) > 0);
+    const strings args{
+        "run", "-N",  node_list({redis_url(a), silent.url(), garbage.url()}), "cli-two-hostile",
+        "--",  "true"};
+    const run_result r = agent(args, {}, 30.0);
+    INFO(show(args, r));
+    CHECK((r.status == exit_unavailable || r.status == exit_conflict));
+    CHECK(r.seconds < 10.0);
+    redis_client admin(a.port());
+    CHECK(lock_exists(admin, "cli-two-hostile") == 0);  // the partial acquisition undone
+}
+
+TEST_CASE("cli: fencing tokens keep increasing as nodes die and come back empty", "[cli]") {
+    std::vector<std::unique_ptr<redis_server>> servers;
+    strings urls;
+    for (int i = 0; i < 3; ++i) {
+        servers.push_back(std::make_unique<redis_server>());
+        urls.push_back(redis_url(*servers.back()));
+    }
+    const std::string nodes = node_list(urls);
+    const std::string key = "cli-fencing-failover";
+    temp_dir dir;
+    auto fenced_run = [&](int i) {
+        const std::string out = dir / ("fence" + std::to_string(i));
+        const strings args{
+            "run", "--fencing", "-N",
+            nodes, key,         "--",
+            "sh",  "-c",        "printf '%s' \"$EDGELOCK_FENCING_TOKEN\" > '" + out + "'"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == 0);
+        return positive(read_file(out));
+    };
+
+    const long long t1 = fenced_run(1);
+    servers[0]->kill();
+    const long long t2 = fenced_run(2);
+    servers[0]->restart();  // empty: no persistence
+    servers[1]->kill();
+    const long long t3 = fenced_run(3);
+    servers[1]->restart();
+    servers[2]->kill();
+    const long long t4 = fenced_run(4);
+    INFO("tokens " << t1 << " " << t2 << " " << t3 << " " << t4);
+    CHECK(t1 > 0);
+    CHECK(t2 > t1);
+    CHECK(t3 > t2);
+    CHECK(t4 > t3);
+}
