@@ -170,7 +170,7 @@ TEST_CASE("cli: renewals that time out stop the child before the validity ends",
 
 // --- Redlock with dead nodes ----------------------------------------------------
 
-TEST_CASE("cli: 2 of 5 nodes down still lock; 3 down is 69", "[cli]") {
+TEST_CASE("cli: 2 of 5 nodes down still lock, 3 down is 69", "[cli]") {
     std::vector<std::unique_ptr<redis_server>> servers;
     strings urls;
     for (int i = 0; i < 5; ++i) {
@@ -223,7 +223,7 @@ TEST_CASE("cli: 2 of 5 nodes down still lock; 3 down is 69", "[cli]") {
     }
 }
 
-TEST_CASE("cli: one hostile node of three does not stop the lock; two do", "[cli]") {
+TEST_CASE("cli: one hostile node of three does not stop the lock, two do", "[cli]") {
     redis_server a;
     redis_server b;
     const char* modes[] = {"silent", "trickle",   "garbage",    "deep",
