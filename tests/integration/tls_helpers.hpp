@@ -35,6 +35,9 @@ struct attempt {
 };
 
 constexpr unsigned tls_connect_timeout_ms = 3000;
+// The node_timeout of lock requests over TLS in the tests: a reconnect's whole
+// handshake fits in it, even emulated on a loaded machine.
+constexpr unsigned tls_request_timeout_ms = 2000;
 
 inline attempt connect_once(const std::string& url, edgelock::transport& via,
                             unsigned timeout_ms = tls_connect_timeout_ms) {
@@ -69,13 +72,16 @@ inline void check_ready(const attempt& a) {
     CHECK(a.info.error == edgelock::node_error::none);
 }
 
-// Refused for `why`, with the TLS library's words, and soon.
+// Refused for `why`, with the TLS library's words, before connect_timeout:
+// an answer, not a wait. (Some refusals come only after a whole handshake,
+// about half a second of P-256 under qemu-arm and more on a loaded machine:
+// the bound is the timeout itself, which a refusal never waits for.)
 inline void check_refused(const attempt& a, edgelock::node_error why) {
     INFO(a.what);
     CHECK(a.info.state == edgelock::node_state::backoff);
     CHECK(a.info.error == why);
     CHECK_FALSE(a.message.empty());
-    CHECK(a.ms < tls_connect_timeout_ms / 3);
+    CHECK(a.ms < tls_connect_timeout_ms);
 }
 
 // A lock acquired and released over the client, seen from inside the server.

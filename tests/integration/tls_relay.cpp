@@ -230,8 +230,12 @@ void tls_relay::serve(int client_fd) {
             case fault::raw:
                 open = ::send(client_fd, "-ERR plaintext\r\n", 16, MSG_NOSIGNAL) == 16;
                 break;
-            case fault::cut: {
+            case fault::cut:
+            case fault::notify_cut: {
                 s.write_all("$10\r\nabc", 8);
+                if (fault_ == fault::notify_cut) {
+                    (void)mbedtls_ssl_close_notify(&s.ssl);
+                }
                 // A FIN, not a reset: whatever the client still sends is
                 // read and dropped until it hangs up (at most a second).
                 ::shutdown(client_fd, SHUT_WR);
@@ -248,6 +252,25 @@ void tls_relay::serve(int client_fd) {
             }
             case fault::silent:
                 break;
+            case fault::malformed: {
+                const std::string reply = "$3\r\nabcdef\r\n";
+                open = s.write_all(reply.data(), reply.size());
+                break;
+            }
+            case fault::long_line: {
+                const std::string line = "+" + std::string(256 * 1024, 'x');
+                open = s.write_all(line.data(), line.size());
+                break;
+            }
+            case fault::forged: {
+                // Shaped like the session's records (type 23, TLS 1.2's
+                // version, a length), the body noise no key decrypts.
+                std::string record("\x17\x03\x03\x00\x40", 5);
+                record += std::string(64, '\x5a');
+                open = ::send(client_fd, record.data(), record.size(), MSG_NOSIGNAL) ==
+                       static_cast<ssize_t>(record.size());
+                break;
+            }
             }
         } else if (n == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY) {
             ++close_notifies_;

@@ -25,13 +25,17 @@ class tls_relay {
 public:
     // What the relay does with the client's next bytes once armed.
     enum class fault : std::uint8_t {
-        none,       // relay them (a TLS Redis)
-        garbage,    // answer with an encrypted line that is not RESP
-        oversized,  // answer with an encrypted bulk string header of 100 MB
-        alert,      // send a fatal alert (internal_error)
-        raw,        // write a plaintext RESP error on the socket: not a TLS record
-        cut,        // answer half a reply, then close TCP without close_notify
-        silent,     // read them and answer nothing, ever
+        none,        // relay them (a TLS Redis)
+        garbage,     // answer with an encrypted line that is not RESP
+        oversized,   // answer with an encrypted bulk string header of 100 MB
+        alert,       // send a fatal alert (internal_error)
+        raw,         // write a plaintext RESP error on the socket: not a TLS record
+        cut,         // answer half a reply, then close TCP without close_notify
+        silent,      // read them and answer nothing, ever
+        malformed,   // answer with an encrypted bulk string longer than it says
+        long_line,   // answer with an encrypted status line of 256 kB, no end in sight
+        forged,      // write an application data record that does not decrypt
+        notify_cut,  // answer half a reply, then close_notify and close TCP
     };
 
     // Server certificate "server" of certs; throws when mbedTLS cannot load
