@@ -308,6 +308,24 @@ port::net_result tls_mbedtls_base::send_data(std::uint8_t node, int fd, const vo
         return status(port::net_status::would_block);
     }
     if (s.net != port::net_status::ok) {
+#if defined(MBEDTLS_SSL_PROTO_TLS1_3)
+        // In TLS 1.3 the client's handshake ends before the server has
+        // checked the client's certificate; a server that refuses it sends an
+        // alert and hangs up, and the client's first write can then fail
+        // (EPIPE, reset) before any read has heard the alert. What is already
+        // in the socket names the refusal (see broken()).
+        if (!s.data_in) {
+            const port::net_result io = status(s.net, 0, s.net_code);
+            unsigned char byte;
+            const int heard = mbedtls_ssl_read(&s.ssl, &byte, 1);
+            if (heard == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE) {
+                return broken(s, heard);
+            }
+            s.net = io.status;
+            s.net_code = io.code;
+            return io;
+        }
+#endif
         return status(s.net, 0, s.net_code);
     }
     return broken(s, ret);
