@@ -97,6 +97,7 @@ const char* describe(node_warning warning) noexcept;
 // Bytes of a node's maxmemory policy name kept for node(i) (Redis's longest
 // has 15; a longer one is cut).
 constexpr std::size_t node_policy_capacity = 24;
+constexpr std::size_t node_version_capacity = 24;
 
 // A node as the client sees it now.
 //
@@ -120,6 +121,7 @@ struct node_info {
     str_view message;  // the server's error text (truncated), or empty
     node_warning warning = node_warning::none;
     str_view maxmemory_policy;  // as INFO memory gave it (truncated), or empty: unknown
+    str_view redis_version;     // as INFO server gave it (truncated), or empty: unknown
 };
 
 // The outcome of a blocking operation.

@@ -4,7 +4,8 @@
 // The sequence, pipelined (each request skipped when it has nothing to do):
 // HELLO 3 [AUTH] [SETNAME] (or AUTH), SELECT, CLIENT SETNAME, INFO
 // replication (a replica fails the node), INFO memory (an evicting policy is
-// a warning), SCRIPT LOAD of each lock script. The driver runs one per
+// a warning), INFO server (the version: Redis >= 7 takes the one-command
+// acquire), SCRIPT LOAD of each lock script. The driver runs one per
 // connection; a test runs one with no socket at all:
 //
 //   edgelock::handshake h;
@@ -39,9 +40,12 @@ struct node_report {
     int code = 0;  // the platform's error number behind error, if any
     node_warning warning = node_warning::none;
     std::uint8_t policy_size = 0;
+    std::uint8_t version_size = 0;
+    bool set_nx_get = false;  // INFO server: the node takes SET NX PX GET
     std::size_t message_size = 0;
     char message[EDGELOCK_CLIENT_MESSAGE];
     char policy[node_policy_capacity];
+    char version[node_version_capacity];
 
     // The server's text behind an error, control bytes made visible.
     void set_message(str_view text) noexcept;
@@ -65,6 +69,7 @@ public:
         setname,
         info_replication,
         info_memory,
+        info_server,
         script,  // + i for lock_scripts_all[i]
     };
 
@@ -85,7 +90,7 @@ public:
     handshake_status status() const noexcept { return status_; }
     // True when the reply to `request` may be skipped unread (INFO).
     static bool reply_optional(std::uint8_t request) noexcept {
-        return request == info_replication || request == info_memory;
+        return request == info_replication || request == info_memory || request == info_server;
     }
 
 private:

@@ -36,8 +36,21 @@
 // key.
 //
 // Modes (lock_options::mode):
-//   plain     - the acquire script's SET NX PX with a fresh 128-bit token;
-//               compare-and-pexpire renews, compare-and-delete releases.
+//   plain     - SET NX PX with a fresh 128-bit token; compare-and-pexpire
+//               renews, compare-and-delete releases. The acquire is one
+//               `SET name token NX PX ttl GET` on a node the driver says
+//               speaks it (set_node_set_get: Redis >= 7), costing the server
+//               what SET NX PX costs; elsewhere it is the acquire script. That
+//               SET answers nil when it set the key. Any other answer sends
+//               the acquire script to that node in the same round: the key
+//               holds our own token (a retry of ours landed earlier; the script
+//               re-arms its ttl), another owner's value or another type (the
+//               script says the holder's ttl, or takes the key freed
+//               meanwhile), or a syntax error (Redis < 7; that node gets only
+//               scripts from then on). Once a round found the key taken, the
+//               acquisition's later rounds send the script: it answers a busy
+//               key in one request. A node that said "taken" and then timed
+//               out counts as busy, not as unreachable.
 //   reentrant - Redisson's hash `name -> {owner: holds}`: lock objects with
 //               the same owner string (agent id + task id) nest; each releases
 //               its own hold. One lock object holds at most once at a time.
@@ -86,7 +99,7 @@
 #include "edgelock/time.hpp"
 #include "edgelock/token.hpp"
 
-// Most nodes one lock can span. Each costs 3 bytes per lock object.
+// Most nodes one lock can span. Each costs 4 bytes per lock object.
 #ifndef EDGELOCK_LOCK_MAX_NODES
 #define EDGELOCK_LOCK_MAX_NODES 9
 #endif
@@ -118,6 +131,10 @@ static_assert(EDGELOCK_LOCK_MAX_TTL_MS >= 1000 && EDGELOCK_LOCK_MAX_TTL_MS <= 21
               "EDGELOCK_LOCK_MAX_TTL_MS must be in [1000, 2^31)");
 
 namespace edgelock {
+
+namespace detail {
+struct lock_reply;
+}  // namespace detail
 
 constexpr std::uint8_t lock_max_nodes = EDGELOCK_LOCK_MAX_NODES;
 constexpr std::size_t lock_max_name = EDGELOCK_LOCK_MAX_NAME;
@@ -170,7 +187,8 @@ struct lock_options {
     lock_mode mode = lock_mode::plain;
     duration ttl = duration::seconds(10);
     // Per request; small against the ttl (the spec suggests 5-50 ms for 10 s).
-    // A NOSCRIPT retry must fit in the same window.
+    // A NOSCRIPT retry, or the script after a SET that found the key taken,
+    // must fit in the same window.
     duration node_timeout = duration::millis(50);
     // Clock drift allowance: ttl * drift_ppm / 10^6 + drift_fixed (Redlock: 1% + 2 ms).
     std::uint32_t drift_ppm = 10000;
@@ -278,6 +296,14 @@ public:
     // every node (also those that failed). Ends with `released`.
     lock_errc release(instant now) noexcept;
 
+    // What the driver learnt of the node's server at connection set-up: true
+    // when it takes SET's NX and GET options together (Redis >= 7), so a plain
+    // acquire goes as one SET (see "plain" above). False, the default, keeps
+    // the acquire script. A node that answered that SET with a syntax error
+    // gets no other until configure() is called again. Call it any time, for
+    // instance before each poll_transmit.
+    lock_errc set_node_set_get(std::uint8_t node, bool speaks) noexcept;
+
     // Inputs.
     lock_errc on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
                        std::size_t count, instant now) noexcept;
@@ -320,7 +346,7 @@ private:
     struct slot {
         req send = req::none;  // the current round's request, not yet transmitted
         vote answer = vote::waiting;
-        std::uint8_t flags = 0;  // slot_* bits in lock_slots.hpp
+        std::uint16_t flags = 0;  // slot_* bits in lock_slots.hpp
     };
 
     void start_round(req kind, instant now) noexcept;
@@ -338,6 +364,10 @@ private:
     void close_round() noexcept;
     void count_vote(slot& s, vote v) noexcept;
     void handle_late(slot& s, req kind, std::uint32_t round, bool success) noexcept;
+    // A reply to the SET acquire that sends the script instead: true when it did.
+    bool answer_set_acquire(slot& s, const detail::lock_reply& r) noexcept;
+    // How a node that stopped answering counts: busy if it said so already.
+    static vote silent_vote(const slot& s) noexcept;
     std::uint32_t tag_for(req kind) const noexcept;
     void push_event(const lock_event& ev) noexcept;
     bool fenced_redlock() const noexcept {
@@ -380,6 +410,7 @@ private:
     std::uint8_t released_ = 0;  // release: nodes that deleted our key
     std::uint8_t absent_ = 0;    // release: nodes that answered our key was not there
     bool lost_ = false;          // the current acquisition ended in lost
+    bool contended_ = false;     // a round of this acquisition found the key taken
     slot slots_[lock_max_nodes];
 };
 

@@ -1,8 +1,10 @@
 // What a Redis server's INFO text says about it that matters to a lock: its
-// role (a replica cannot hold a lock) and whether it may evict keys.
+// role (a replica cannot hold a lock), whether it may evict keys, and its
+// version (Redis >= 7 takes the one-command acquire, SET NX PX GET).
 //
-// The client reads `INFO replication` and `INFO memory` at set-up and reports
-// through node(i); these functions are the pure part, usable on any INFO text:
+// The client reads `INFO replication`, `INFO memory` and `INFO server` at
+// set-up and reports through node(i); these functions are the pure part,
+// usable on any INFO text:
 //
 //   const edgelock::str_view text = edgelock::server_info_text(nodes, count);
 //   const edgelock::server_info info = edgelock::parse_server_info(text);
@@ -37,9 +39,13 @@ struct server_info {
     std::uint64_t maxmemory = 0;
     // maxmemory_policy's value ("noeviction", "allkeys-lru", ...); empty: unknown.
     str_view maxmemory_policy;
+    // redis_version's value ("7.0.15"); empty: unknown. Valkey gives the
+    // Redis version it is compatible with here too.
+    str_view redis_version;
 };
 
-// Reads role, master_host, master_port, maxmemory and maxmemory_policy from
+// Reads role, master_host, master_port, maxmemory, maxmemory_policy and
+// redis_version from
 // INFO's text, whatever sections it holds and in any order. Lines end in CRLF
 // (a bare LF is accepted); "# Section" headers, empty lines and other fields
 // are skipped. A field given twice keeps its last value. A last line without
@@ -50,6 +56,10 @@ server_info parse_server_info(str_view text) noexcept;
 // True when keys with a TTL (every lock key) may be evicted before they
 // expire: maxmemory above 0 with an allkeys-* or volatile-* policy.
 bool server_may_evict(const server_info& info) noexcept;
+
+// True when redis_version says 7 or later: SET then takes NX and GET together.
+// False when it is older, missing or not a version.
+bool server_takes_set_nx_get(const server_info& info) noexcept;
 
 // The text of a decoded INFO reply: a bulk string, or a RESP3 verbatim string
 // (whose text the decoder gives without its "txt:" prefix). Empty for any

@@ -210,6 +210,8 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.report.message_size = 0;
     c.report.warning = node_warning::none;  // this connection's INFO says anew
     c.report.policy_size = 0;
+    c.report.version_size = 0;
+    c.report.set_nx_get = false;
     c.setup.start(c.address, options_);
     queue_setup(n, now);
 }

@@ -1,5 +1,5 @@
 // The set-up of a new connection, as a machine: the requests (AUTH or HELLO 3,
-// SELECT, CLIENT SETNAME, INFO replication and memory, SCRIPT LOAD) and what
+// SELECT, CLIENT SETNAME, INFO replication, memory and server, SCRIPT LOAD) and what
 // each reply means. No socket, no clock: the pipeline carries the bytes.
 #include "edgelock/handshake.hpp"
 
@@ -134,6 +134,9 @@ std::size_t handshake::poll_request(char* buf, std::size_t capacity,
         } else if (next_ == info_memory) {
             args[argc++] = "INFO";
             args[argc++] = "memory";
+        } else if (next_ == info_server) {
+            args[argc++] = "INFO";
+            args[argc++] = "server";
         } else {
             args[argc++] = "SCRIPT";
             args[argc++] = "LOAD";
@@ -224,6 +227,11 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
             report.policy_size = static_cast<std::uint8_t>(
                 copy_text(report.policy, sizeof report.policy, info.maxmemory_policy));
             report.warning = server_may_evict(info) ? node_warning::may_evict : node_warning::none;
+        }
+        if (request == info_server) {
+            report.version_size = static_cast<std::uint8_t>(
+                copy_text(report.version, sizeof report.version, info.redis_version));
+            report.set_nx_get = server_takes_set_nx_get(info);
         }
     }
     if (next_ == request_end && replies_due_ == 0) {

@@ -55,6 +55,8 @@ void read_field(str_view line, server_info& info) {
         info.maxmemory = info.has_maxmemory ? v : 0;
     } else if (name == "maxmemory_policy") {
         info.maxmemory_policy = value;
+    } else if (name == "redis_version") {
+        info.redis_version = value;
     }
 }
 
@@ -85,6 +87,16 @@ bool server_may_evict(const server_info& info) noexcept {
     }
     return starts_with(info.maxmemory_policy, "allkeys-") ||
            starts_with(info.maxmemory_policy, "volatile-");
+}
+
+bool server_takes_set_nx_get(const server_info& info) noexcept {
+    const str_view v = info.redis_version;
+    std::size_t dot = 0;
+    while (dot < v.size && v[dot] != '.') {
+        ++dot;
+    }
+    std::uint64_t major = 0;
+    return dot < v.size && parse_decimal(str_view(v.data, dot), major) && major >= 7;
 }
 
 str_view server_info_text(const resp_node* nodes, std::size_t count) noexcept {

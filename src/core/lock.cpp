@@ -122,7 +122,7 @@ lock_errc lock::resume(const owner_token& token, instant now) noexcept {
     token_ = token;
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         // Any node may hold it: a release goes to all of them.
-        slots_[i].flags = static_cast<std::uint8_t>(slots_[i].flags | slot_holder);
+        slots_[i].flags = static_cast<std::uint16_t>(slots_[i].flags | slot_holder);
     }
     t0_ = now;
     validity_ = now + (options_.ttl -
@@ -175,7 +175,7 @@ void lock::start_round(req kind, instant now) noexcept {
         slot& s = slots_[i];
         s.send = kind;
         s.answer = vote::waiting;
-        s.flags = static_cast<std::uint8_t>(s.flags & ~(slot_in_flight | slot_eval | slot_retried));
+        s.flags = static_cast<std::uint16_t>(s.flags & ~slot_round_bits);
     }
 }
 
@@ -185,14 +185,14 @@ void lock::close_round() noexcept {
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         // A request not yet sent when the round is decided is never sent.
         slots_[i].send = req::none;
-        slots_[i].flags = static_cast<std::uint8_t>(slots_[i].flags & ~slot_in_flight);
+        slots_[i].flags = static_cast<std::uint16_t>(slots_[i].flags & ~slot_in_flight);
     }
 }
 
 void lock::count_vote(slot& s, vote v) noexcept {
     s.answer = v;
     s.send = req::none;
-    s.flags = static_cast<std::uint8_t>(s.flags & ~slot_in_flight);
+    s.flags = static_cast<std::uint16_t>(s.flags & ~slot_in_flight);
     if (v == vote::yes) {
         ++tally_.yes;
     } else {
@@ -213,9 +213,9 @@ void lock::queue_cleanup_all() noexcept {
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         slot& s = slots_[i];
         if (everywhere || (s.flags & slot_holder) != 0) {
-            s.flags = static_cast<std::uint8_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
+            s.flags = static_cast<std::uint16_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
         }
-        s.flags = static_cast<std::uint8_t>(s.flags & ~slot_holder);
+        s.flags = static_cast<std::uint16_t>(s.flags & ~slot_holder);
     }
 }
 
@@ -232,13 +232,14 @@ lock_errc lock::acquire(instant now) noexcept {
     }
     token_ = fresh;
     lost_ = false;
+    contended_ = false;
     acquisition_round_ = round_ + 1;
     tries_left_ = options_.max_tries;
     wait_deadline_ = now + options_.wait;
     holds_ = 0;
     fence_ = 0;
     for (std::uint8_t i = 0; i < node_count_; ++i) {
-        slots_[i].flags = static_cast<std::uint8_t>(slots_[i].flags & ~slot_holder);
+        slots_[i].flags = static_cast<std::uint16_t>(slots_[i].flags & ~slot_holder);
     }
     start_acquire_round(now);
     return lock_errc::ok;
@@ -383,8 +384,8 @@ void lock::drop_cleanups() noexcept {
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         // One already out cannot be called back; it is not resent either.
         slot& s = slots_[i];
-        s.flags = static_cast<std::uint8_t>(s.flags &
-                                            ~(slot_cleanup | slot_cleanup_resent | slot_holder));
+        s.flags = static_cast<std::uint16_t>(s.flags &
+                                             ~(slot_cleanup | slot_cleanup_resent | slot_holder));
     }
 }
 
@@ -506,7 +507,7 @@ lock_errc lock::release(instant now) noexcept {
         }
     }
     for (std::uint8_t i = 0; i < node_count_; ++i) {
-        slots_[i].flags = static_cast<std::uint8_t>(slots_[i].flags & ~slot_holder);
+        slots_[i].flags = static_cast<std::uint16_t>(slots_[i].flags & ~slot_holder);
     }
     decide(now);
     return lock_errc::ok;

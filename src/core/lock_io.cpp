@@ -23,7 +23,7 @@ void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noe
     }
     if (options_.mode == lock_mode::reentrant) {
         if (holding() && round == (held_round_ & round_mask)) {
-            s.flags = static_cast<std::uint8_t>(s.flags | slot_holder);
+            s.flags = static_cast<std::uint16_t>(s.flags | slot_holder);
             return;
         }
         if (lost_) {
@@ -33,7 +33,7 @@ void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noe
         }
         // An increment of a round that did not win: take it back.
         cleanup_token_ = token_;
-        s.flags = static_cast<std::uint8_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
+        s.flags = static_cast<std::uint16_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
         return;
     }
     switch (state_) {
@@ -42,7 +42,7 @@ void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noe
     case lock_state::releasing:
         // Compare-and-delete: also correct if a failure cleanup beat us to it.
         cleanup_token_ = token_;
-        s.flags = static_cast<std::uint8_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
+        s.flags = static_cast<std::uint16_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
         return;
     default:
         // Held: the key is ours and the release will take it. Acquiring a
@@ -50,6 +50,60 @@ void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noe
         // of the new acquire, and a release now would delete that acquire.
         return;
     }
+}
+
+lock_errc lock::set_node_set_get(std::uint8_t node, bool speaks) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (node >= node_count_) {
+        return lock_errc::bad_node;
+    }
+    slot& s = slots_[node];
+    s.flags = static_cast<std::uint16_t>(speaks ? s.flags | slot_set_get : s.flags & ~slot_set_get);
+    return lock_errc::ok;
+}
+
+lock::vote lock::silent_vote(const slot& s) noexcept {
+    return (s.flags & slot_found_taken) != 0 ? vote::refused : vote::no;
+}
+
+bool lock::answer_set_acquire(slot& s, const detail::lock_reply& r) noexcept {
+    // The SET did not set the key, or the server is not the one we took it
+    // for: this node gets the acquire script instead, in the same round.
+    std::uint16_t add = slot_as_script;
+    switch (r.shape) {
+    case detail::reply_shape::nil:
+        return false;  // set: acquired
+    case detail::reply_shape::status:
+        // +OK: the key was set, but GET was ignored, so a nil from this
+        // server could not be told from "not set". Scripts from now on.
+        s.flags = static_cast<std::uint16_t>(s.flags | slot_set_get_off);
+        return false;
+    case detail::reply_shape::text: {
+        char hex[owner_token::hex_size];
+        token_.to_hex(hex);
+        if (r.text != str_view(hex, sizeof hex)) {
+            add = static_cast<std::uint16_t>(add | slot_found_taken);
+            contended_ = true;
+        }
+        // Our own token: a request of ours landed before; the script
+        // re-arms its ttl, which the SET left as it was.
+        break;
+    }
+    case detail::reply_shape::wrongtype:
+        add = static_cast<std::uint16_t>(add | slot_found_taken);
+        contended_ = true;
+        break;
+    case detail::reply_shape::syntax:
+        add = static_cast<std::uint16_t>(add | slot_set_get_off);  // Redis < 7
+        break;
+    default:
+        return false;  // an error or garbage: counted as "no"
+    }
+    s.flags = static_cast<std::uint16_t>((s.flags | add) & ~slot_in_flight);
+    s.send = req::acquire;
+    return true;
 }
 
 lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
@@ -64,16 +118,17 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
     const detail::lock_reply r = detail::read_lock_reply(nodes, count);
     const std::uint32_t kind_bits = tag & ((1U << tag_kind_bits) - 1);
     const std::uint32_t round = tag >> tag_kind_bits;
-    if (kind_bits > static_cast<std::uint32_t>(req::cleanup) || kind_bits == 0) {
+    const bool via_set = kind_bits == tag_set_acquire;
+    if ((kind_bits > static_cast<std::uint32_t>(req::cleanup) && !via_set) || kind_bits == 0) {
         return lock_errc::ok;  // not a tag of ours: nothing to match it to
     }
-    const req kind = static_cast<req>(kind_bits);
+    const req kind = via_set ? req::acquire : static_cast<req>(kind_bits);
 
     if (kind == req::cleanup) {
         // Cleanups go out as EVAL, so there is no NOSCRIPT to retry: a retry
         // would land behind whatever was sent since, possibly an acquire with
         // the same token whose key it would then delete.
-        s.flags = static_cast<std::uint8_t>(s.flags & ~slot_cleanup_out);
+        s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup_out);
         return lock_errc::ok;
     }
 
@@ -92,6 +147,10 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         } else if (r.shape == detail::reply_shape::pair && r.first == 0) {
             v = vote::refused;
             value = r.second;
+        } else if (via_set &&
+                   (r.shape == detail::reply_shape::nil ||
+                    (r.shape == detail::reply_shape::status && r.text == str_view("OK")))) {
+            v = vote::yes;  // the SET set the key
         }
         break;
     case req::fence_raise:
@@ -126,9 +185,13 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         handle_late(s, kind, round, v == vote::yes);
         return lock_errc::ok;
     }
+    if (via_set && answer_set_acquire(s, r)) {
+        return lock_errc::ok;
+    }
     if (r.shape == detail::reply_shape::noscript && (s.flags & slot_retried) == 0) {
         // The node lost its script cache: once more with the text, same round.
-        s.flags = static_cast<std::uint8_t>((s.flags | slot_retried | slot_eval) & ~slot_in_flight);
+        s.flags =
+            static_cast<std::uint16_t>((s.flags | slot_retried | slot_eval) & ~slot_in_flight);
         s.send = kind;
         return lock_errc::ok;
     }
@@ -143,7 +206,7 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         }
     }
     if (v == vote::yes && (kind == req::acquire || kind == req::renew)) {
-        s.flags = static_cast<std::uint8_t>(s.flags | slot_holder);
+        s.flags = static_cast<std::uint16_t>(s.flags | slot_holder);
     }
     if (kind == req::acquire) {
         if (v == vote::yes) {
@@ -179,22 +242,22 @@ lock_errc lock::on_disconnected(std::uint8_t node, instant now) noexcept {
         // a new connection carries it, the node may have restarted without our
         // increment, and a newer hold of the owner may be there instead (the
         // driver may serve that lock first). Our increment expires with the ttl.
-        s.flags = static_cast<std::uint8_t>(s.flags & ~slot_cleanup);
+        s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup);
     }
     if ((s.flags & slot_cleanup_out) != 0) {
         // Anything sent after the cleanup was lost with it (and counts as
         // "no"), so the resend is again first on the new connection.
-        s.flags = static_cast<std::uint8_t>(s.flags & ~slot_cleanup_out);
+        s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup_out);
         // Resending a compare-and-delete is harmless; resending a decrement
         // could take a hold that is not ours, so that one is left to the ttl.
         // Once only: a node that keeps refusing must not keep us busy; its key
         // expires with the ttl anyway.
         if (options_.mode != lock_mode::reentrant && (s.flags & slot_cleanup_resent) == 0) {
-            s.flags = static_cast<std::uint8_t>(s.flags | slot_cleanup | slot_cleanup_resent);
+            s.flags = static_cast<std::uint16_t>(s.flags | slot_cleanup | slot_cleanup_resent);
         }
     }
     if (round_open() && (s.flags & slot_in_flight) != 0 && s.answer == vote::waiting) {
-        count_vote(s, vote::no);
+        count_vote(s, silent_vote(s));
         decide(now);
     }
     return lock_errc::ok;
@@ -220,7 +283,7 @@ void lock::on_timeout(instant now) noexcept {
     if (round_open() && round_deadline_ <= now) {
         for (std::uint8_t i = 0; i < node_count_ && round_open(); ++i) {
             if (slots_[i].answer == vote::waiting) {
-                count_vote(slots_[i], vote::no);
+                count_vote(slots_[i], silent_vote(slots_[i]));
                 decide(now);
             }
         }
@@ -293,6 +356,22 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const decimal_arg ttl(static_cast<std::int64_t>(options_.ttl.ms()));
     const decimal_arg fence = decimal_arg::from_unsigned(fence_);
 
+    if (kind == req::acquire && options_.mode == lock_mode::plain && !contended_ &&
+        (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get) {
+        const resp_encoded enc =
+            detail::encode_set_acquire(lock_key, token_view, ttl.view(), buf, capacity);
+        if (enc.error != resp_encode_errc::ok) {
+            out.error = lock_errc::buffer_too_small;
+            out.size = enc.size;
+            return out;
+        }
+        out.size = enc.size;
+        out.tag = (tag_for(kind) & ~((1U << tag_kind_bits) - 1)) | tag_set_acquire;
+        s.send = req::none;
+        s.flags = static_cast<std::uint16_t>(s.flags | slot_in_flight);
+        return out;
+    }
+
     const lock_script* script = &script_release;
     str_view keys[2] = {lock_key, counter_key};
     str_view args[2] = {token_view, ttl.view()};
@@ -347,10 +426,10 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     out.size = enc.size;
     out.tag = tag_for(kind);
     if (cleanup) {
-        s.flags = static_cast<std::uint8_t>((s.flags & ~slot_cleanup) | slot_cleanup_out);
+        s.flags = static_cast<std::uint16_t>((s.flags & ~slot_cleanup) | slot_cleanup_out);
     } else {
         s.send = req::none;
-        s.flags = static_cast<std::uint8_t>(s.flags | slot_in_flight);
+        s.flags = static_cast<std::uint16_t>(s.flags | slot_in_flight);
     }
     return out;
 }

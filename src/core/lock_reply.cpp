@@ -28,7 +28,24 @@ lock_reply read_lock_reply(const resp_node* nodes, std::size_t count) noexcept {
     }
     const resp_node& top = nodes[i];
     if (top.is_error()) {
-        out.shape = starts_with(top.text, "NOSCRIPT") ? reply_shape::noscript : reply_shape::error;
+        out.shape = starts_with(top.text, "NOSCRIPT")           ? reply_shape::noscript
+                    : starts_with(top.text, "WRONGTYPE")        ? reply_shape::wrongtype
+                    : starts_with(top.text, "ERR syntax error") ? reply_shape::syntax
+                                                                : reply_shape::error;
+        return out;
+    }
+    if (top.type == resp_type::null) {
+        out.shape = reply_shape::nil;
+        return out;
+    }
+    if (top.type == resp_type::simple_string) {
+        out.shape = reply_shape::status;
+        out.text = top.text;
+        return out;
+    }
+    if (top.type == resp_type::bulk_string || top.type == resp_type::verbatim_string) {
+        out.shape = reply_shape::text;
+        out.text = top.text;
         return out;
     }
     if (top.type == resp_type::integer) {

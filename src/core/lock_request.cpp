@@ -1,4 +1,5 @@
-// Encoding the lock machine's requests: script calls with their keys.
+// Encoding the lock machine's requests: script calls and the SET acquire, with
+// their keys.
 #include "edgelock/lock.hpp"
 #include "lock_wire.hpp"
 
@@ -57,6 +58,12 @@ std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept
     }
     append(out, n, str_view(":fence"));
     return n;
+}
+
+resp_encoded encode_set_acquire(str_view key, str_view token, str_view ttl, char* out,
+                                std::size_t capacity) noexcept {
+    const str_view argv[] = {"SET", key, token, "NX", "PX", ttl, "GET"};
+    return resp_encode_command(out, capacity, argv, sizeof argv / sizeof argv[0]);
 }
 
 resp_encoded encode_script_call(const lock_script& script, bool eval, const str_view* keys,

@@ -9,16 +9,27 @@ namespace edgelock {
 namespace detail {
 
 // slot::flags
-constexpr std::uint8_t slot_in_flight = 1;        // this round's request is out
-constexpr std::uint8_t slot_eval = 2;             // send it as EVAL (after NOSCRIPT)
-constexpr std::uint8_t slot_retried = 4;          // the NOSCRIPT retry is spent
-constexpr std::uint8_t slot_cleanup = 8;          // a cleanup waits to be sent
-constexpr std::uint8_t slot_cleanup_out = 16;     // a cleanup is out
-constexpr std::uint8_t slot_holder = 32;          // the node holds our acquisition
-constexpr std::uint8_t slot_cleanup_resent = 64;  // a cleanup cut off was sent again
+constexpr std::uint16_t slot_in_flight = 1;        // this round's request is out
+constexpr std::uint16_t slot_eval = 2;             // send it as EVAL (after NOSCRIPT)
+constexpr std::uint16_t slot_retried = 4;          // the NOSCRIPT retry is spent
+constexpr std::uint16_t slot_cleanup = 8;          // a cleanup waits to be sent
+constexpr std::uint16_t slot_cleanup_out = 16;     // a cleanup is out
+constexpr std::uint16_t slot_holder = 32;          // the node holds our acquisition
+constexpr std::uint16_t slot_cleanup_resent = 64;  // a cleanup cut off was sent again
+// The plain acquire as one SET NX PX GET (see lock.hpp, "The acquire"):
+constexpr std::uint16_t slot_set_get = 128;       // the driver says the node speaks it
+constexpr std::uint16_t slot_set_get_off = 256;   // the node refused it: scripts only
+constexpr std::uint16_t slot_as_script = 512;     // this round: resend as the script
+constexpr std::uint16_t slot_found_taken = 1024;  // this round: SET found another's key
+// Kept from round to round; the rest describe the current round.
+constexpr std::uint16_t slot_round_bits =
+    slot_in_flight | slot_eval | slot_retried | slot_as_script | slot_found_taken;
 
-// Tags: round number in the high 29 bits, request kind in the low 3.
+// Tags: round number in the high 29 bits, request kind in the low 3: a
+// lock::req, or tag_set_acquire for an acquire sent as SET NX PX GET (its
+// reply reads differently from the script's, late ones included).
 constexpr std::uint32_t tag_kind_bits = 3;
+constexpr std::uint32_t tag_set_acquire = 7;
 constexpr std::uint32_t round_mask = 0xffffffffU >> tag_kind_bits;
 
 // Lua numbers are doubles: counters past 2^53 cannot be trusted to increase.

@@ -31,23 +31,33 @@ bool counter_shares_slot(str_view name) noexcept;
 // lock_max_name; for the counter, counter_shares_slot(name) must hold.
 std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept;
 
+// SET key token NX PX ttl GET: the plain acquire in one command (Redis >= 7).
+resp_encoded encode_set_acquire(str_view key, str_view token, str_view ttl, char* out,
+                                std::size_t capacity) noexcept;
+
 // EVALSHA sha numkeys keys... args... (or EVAL text ... when eval is set).
 resp_encoded encode_script_call(const lock_script& script, bool eval, const str_view* keys,
                                 std::size_t key_count, const str_view* args, std::size_t arg_count,
                                 char* out, std::size_t capacity) noexcept;
 
 enum class reply_shape : std::uint8_t {
-    integer,   // first = the value
-    pair,      // a two-integer array: first, second
-    noscript,  // -NOSCRIPT: the server's script cache lacks the script
-    error,     // any other error reply
-    other,     // anything else, including malformed or empty input
+    integer,    // first = the value
+    pair,       // a two-integer array: first, second
+    nil,        // a null (RESP2's $-1 or *-1, RESP3's _)
+    status,     // a simple string (+OK): text
+    text,       // a bulk or verbatim string: text
+    noscript,   // -NOSCRIPT: the server's script cache lacks the script
+    wrongtype,  // -WRONGTYPE: the key holds another type
+    syntax,     // -ERR syntax error: options the server does not take
+    error,      // any other error reply
+    other,      // anything else, including malformed or empty input
 };
 
 struct lock_reply {
     reply_shape shape = reply_shape::other;
     std::int64_t first = 0;
     std::int64_t second = 0;
+    str_view text;  // status, text: the string; points into the reply
 };
 
 // Never reads outside nodes[0, count); tolerates RESP3 attributes.

@@ -280,7 +280,8 @@ int main(int argc, char** argv) {
     std::printf(
         "One redis-server on loopback, one connection, one cycle at a time: acquire, then "
         "release, each waiting for its reply. edgelock: `client_lock::try_acquire()` then "
-        "`release()` (EVALSHA of its acquire and compare-and-delete scripts). hiredis: "
+        "`release()` (on Redis 7: `SET key token NX PX ttl GET`, then EVALSHA of its "
+        "compare-and-delete script). hiredis: "
         "`redisCommand` with `SET key token NX PX %d`, then `EVALSHA` of a compare-and-delete "
         "script. Both draw a fresh 128-bit token from getrandom() per cycle. Each side ran three "
         "times for 1.5 s, alternating; the median counts. The floor is `redis-benchmark -c 1 -P 1 "

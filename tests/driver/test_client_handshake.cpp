@@ -192,6 +192,7 @@ TEST_CASE("a denied SCRIPT LOAD sends the scripts by EVAL after NOSCRIPT",
     sim::net n(502);
     n.add_nodes(1);
     n.node(0).refusals["SCRIPT LOAD"] = noperm;
+    n.node(0).version = "6.2.14";  // the acquire is a script too
     node_urls urls(n);
     edgelock::client<1> c;
     edgelock_test::configure(c, urls);

@@ -68,6 +68,9 @@ const char* const canned[] = {
     "_\r\n",
     "#t\r\n",
     ":9223372036854775807\r\n",
+    "$12\r\nsomeone-else\r\n",
+    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    "-ERR syntax error\r\n",
 };
 constexpr unsigned canned_count = sizeof canned / sizeof canned[0];
 
@@ -98,6 +101,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     edgelock::lock l;
     if (l.configure("fuzz", nodes, opt, source) != edgelock::lock_errc::ok) {
         return 0;
+    }
+    // Which nodes the driver says take SET NX PX GET (the one-command acquire).
+    const std::uint8_t speaks = in.byte();
+    for (std::uint8_t n = 0; n < nodes; ++n) {
+        (void)l.set_node_set_get(n, (speaks >> (n % 8) & 1) != 0);
     }
     fifo fifos[edgelock::lock_max_nodes];
     edgelock::instant now{1000000};

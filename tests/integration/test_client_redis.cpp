@@ -330,3 +330,48 @@ TEST_CASE("client: SCRIPT FLUSH between operations falls back to EVAL", "[integr
     }
     CHECK(c.node(0).state == node_state::ready);
 }
+
+TEST_CASE("client: on Redis 7 a plain acquire is one SET, busy or not", "[integration][client]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const char* name = "client-set-acquire";
+    url_list urls({redis_url(srv)});
+    client<1> c;
+    configure(c, urls);
+    client_lock l;
+    REQUIRE(l.attach(c, name, options(5000, 200), no_watchdog()) == client_errc::ok);
+    REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+    INFO(what(c.node(0)));
+    REQUIRE(str(c.node(0).redis_version).rfind("7.", 0) == 0);  // Debian's redis-server
+    // The calls of one command since the reset, from INFO commandstats.
+    const auto calls = [&](const std::string& command) {
+        const std::string text = admin.command({"INFO", "commandstats"}).text;
+        const std::string field = "cmdstat_" + command + ":calls=";
+        const std::size_t at = text.find(field);
+        return at == std::string::npos ? 0 : std::stoi(text.substr(at + field.size()));
+    };
+    REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
+
+    must_acquire(l);
+    CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
+    const long long pttl = admin.command({"PTTL", key_of(name)}).integer;
+    CHECK(pttl > 0);
+    CHECK(pttl <= 5000);
+    CHECK(calls("set") == 1);
+    CHECK(calls("evalsha") == 0);
+    must_release(l);
+    CHECK(calls("evalsha") == 1);  // the compare-and-delete
+    CHECK(admin.command({"EXISTS", key_of(name)}).integer == 0);
+
+    // Taken by another: the SET finds it, the script says for how long.
+    REQUIRE(admin.command({"SET", key_of(name), "other-owner", "PX", "4000"}).text == "OK");
+    const op_result r = l.try_acquire();
+    INFO(what(r));
+    CHECK(r.event.kind == lock_event_kind::busy);
+    CHECK(r.event.holder_ttl_ms > 0);
+    CHECK(r.event.holder_ttl_ms <= 4000);
+    // Ours twice, the admin's, and the script's own SET NX (scripts' calls count).
+    CHECK(calls("set") == 4);
+    CHECK(calls("evalsha") == 2);
+    CHECK(admin.command({"GET", key_of(name)}).text == "other-owner");
+}

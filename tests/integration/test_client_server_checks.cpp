@@ -328,9 +328,9 @@ TEST_CASE("client server checks: a refused lock request shows in node(i)",
         must_release(l);
     }
 
-    SECTION("NOPERM: an ACL user without EVAL and EVALSHA") {
+    SECTION("NOPERM: an ACL user without SET, EVAL and EVALSHA") {
         redis_server srv(
-            {"--user", "locker", "on", ">pw", "~*", "&*", "+@all", "-eval", "-evalsha"});
+            {"--user", "locker", "on", ">pw", "~*", "&*", "+@all", "-eval", "-evalsha", "-set"});
         const url_list urls({redis_url(srv, "locker:pw")});
         client<1> c;
         configure(c, urls);

@@ -41,7 +41,10 @@ public:
     std::string password;          // requirepass; empty: none (the default user has nopass)
     std::string user = "default";  // the ACL user the password belongs to
     bool speaks_resp3 = true;      // false: HELLO is an unknown command (Redis before 6)
-    bool replica = false;          // INFO replication says role:slave
+    // INFO server's redis_version. Before 7, SET takes NX and GET only apart:
+    // together they are a syntax error, as on a real 6.2.
+    std::string version = "7.0.15";
+    bool replica = false;  // INFO replication says role:slave
     std::string master_host = "10.0.0.99";
     std::string master_port = "6379";
     std::uint64_t maxmemory = 0;
@@ -71,8 +74,10 @@ public:
 
     keyspace& db(std::uint32_t index) { return index == 0 ? *this : other_dbs[index]; }
 
-    // Lock requests sent to this node (EVAL and EVALSHA).
-    std::uint64_t lock_requests() const { return count_of("EVALSHA") + count_of("EVAL"); }
+    // Lock requests sent to this node (EVAL, EVALSHA and the SET acquire).
+    std::uint64_t lock_requests() const {
+        return count_of("EVALSHA") + count_of("EVAL") + count_of("SET");
+    }
     std::uint64_t count_of(const std::string& command) const {
         const auto it = calls.find(command);
         return it == calls.end() ? 0 : it->second;
@@ -114,6 +119,9 @@ private:
             } else {
                 text += "role:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n";
             }
+        }
+        if (all || which == "SERVER") {
+            text += "# Server\r\nredis_version:" + version + "\r\nredis_mode:standalone\r\n";
         }
         if (all || which == "MEMORY") {
             text += "# Memory\r\nused_memory:1048576\r\nmaxmemory:" + std::to_string(maxmemory) +
@@ -276,6 +284,18 @@ private:
         if (cmd == "SET" && argv.size() == 6 && upper(argv[3]) == "NX" && upper(argv[4]) == "PX") {
             return ks.set_nx_px(argv[1], argv[2], parse_int(argv[5]), now) ? resp_ok()
                                                                            : resp_nil(s.protocol);
+        }
+        if (cmd == "SET" && argv.size() == 7 && upper(argv[3]) == "NX" && upper(argv[4]) == "PX" &&
+            upper(argv[6]) == "GET") {
+            if (parse_int(version.substr(0, version.find('.'))) < 7) {
+                throw redis_error("ERR syntax error");
+            }
+            std::string old;
+            if (ks.get(argv[1], now, old)) {  // WRONGTYPE for a hash, as on Redis
+                return resp_bulk(old);
+            }
+            ks.set_nx_px(argv[1], argv[2], parse_int(argv[5]), now);
+            return resp_nil(s.protocol);
         }
         if (cmd == "SET" && argv.size() == 3) {
             ks.set(argv[1], argv[2]);

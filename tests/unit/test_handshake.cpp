@@ -62,6 +62,8 @@ std::string bulk(const std::string& s) {
 
 const std::string master_info = bulk("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
 const std::string memory_info = bulk("# Memory\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n");
+const std::string server_info =
+    bulk("# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n");
 
 // The good reply to each request.
 std::string good_reply(const request& q) {
@@ -70,6 +72,9 @@ std::string good_reply(const request& q) {
     }
     if (q.id == handshake::info_memory) {
         return memory_info;
+    }
+    if (q.id == handshake::info_server) {
+        return server_info;
     }
     if (q.id >= handshake::script) {
         return bulk(
@@ -101,13 +106,14 @@ TEST_CASE("handshake: RESP2 without a password sends SETNAME, INFO and the scrip
     handshake h;
     h.start(a, o);
     const std::vector<request> sent = drain(h);
-    REQUIRE(sent.size() == 3 + edgelock::lock_scripts_count);
+    REQUIRE(sent.size() == 4 + edgelock::lock_scripts_count);
     CHECK(joined(sent[0]) == "CLIENT SETNAME edgelock");
     CHECK(joined(sent[1]) == "INFO replication");
     CHECK(joined(sent[2]) == "INFO memory");
+    CHECK(joined(sent[3]) == "INFO server");
     for (unsigned i = 0; i < edgelock::lock_scripts_count; ++i) {
-        CHECK(sent[3 + i].args.at(0) == "SCRIPT");
-        CHECK(sent[3 + i].id == handshake::script + i);
+        CHECK(sent[4 + i].args.at(0) == "SCRIPT");
+        CHECK(sent[4 + i].id == handshake::script + i);
     }
     edgelock::detail::node_report report;
     for (std::size_t i = 0; i < sent.size(); ++i) {
@@ -117,6 +123,8 @@ TEST_CASE("handshake: RESP2 without a password sends SETNAME, INFO and the scrip
     CHECK(report.error == node_error::none);
     CHECK(report.warning == node_warning::none);
     CHECK(std::string(report.policy, report.policy_size) == "noeviction");
+    CHECK(std::string(report.version, report.version_size) == "7.0.15");
+    CHECK(report.set_nx_get);
 }
 
 TEST_CASE("handshake: credentials, database and RESP3 shape the first requests", "[handshake]") {
@@ -273,6 +281,23 @@ TEST_CASE("handshake: a replica fails the node, an evicting master warns", "[han
         CHECK(s == handshake_status::ready);
         CHECK(report.warning == node_warning::none);
         CHECK(report.policy_size == 0);
+        CHECK(report.version_size == 0);
+        CHECK_FALSE(report.set_nx_get);  // unknown: the acquire stays a script
+    }
+    SECTION("Redis 6.2 takes the acquire script, not SET NX GET") {
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        edgelock::detail::node_report report;
+        for (const request& q : sent) {
+            const std::string r = q.id == handshake::info_server
+                                      ? bulk("# Server\r\nredis_version:6.2.14\r\n")
+                                      : good_reply(q);
+            reply(h, q.id, r, report);
+        }
+        CHECK(h.status() == handshake_status::ready);
+        CHECK(std::string(report.version, report.version_size) == "6.2.14");
+        CHECK_FALSE(report.set_nx_get);
     }
 }
 
@@ -288,7 +313,7 @@ TEST_CASE("handshake: a request that does not fit waits for room, none is lost",
     for (std::size_t size; (size = h.poll_request(small, sizeof small, id)) > 0;) {
         ids.push_back(id);
     }
-    REQUIRE(ids.size() == 3);
+    REQUIRE(ids.size() == 4);
     CHECK(h.status() == handshake_status::pending);
     const std::vector<request> rest = drain(h);
     REQUIRE(rest.size() == edgelock::lock_scripts_count);

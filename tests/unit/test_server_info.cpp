@@ -305,3 +305,34 @@ TEST_CASE("server info: the text of an INFO reply", "[server_info]") {
     resp_node none[1];
     CHECK(server_info_text(none, 0).empty());
 }
+
+TEST_CASE("server info: the version decides the one-command acquire", "[server_info]") {
+    struct version_case {
+        const char* text;
+        const char* version;
+        bool set_nx_get;
+    };
+    const version_case cases[] = {
+        // The head of redis-server 7.0.15's `INFO server`.
+        {"# Server\r\nredis_version:7.0.15\r\nredis_git_sha1:00000000\r\nredis_mode:standalone\r\n",
+         "7.0.15", true},
+        {"redis_version:7.2.4\r\nvalkey_version:8.0.1\r\nserver_name:valkey\r\n", "7.2.4", true},
+        {"redis_version:10.0.0\r\n", "10.0.0", true},
+        {"redis_version:6.2.14\r\n", "6.2.14", false},
+        {"redis_version:5.0.7\r\n", "5.0.7", false},
+        {"redis_version:7\r\n", "7", false},          // no dot: not a version
+        {"redis_version:x.0.0\r\n", "x.0.0", false},  // not a number
+        {"redis_version:.7.0\r\n", ".7.0", false},    // no major
+        {"redis_version:99999999999999999999.0\r\n", "99999999999999999999.0", false},
+        {"redis_version:7.0.15", "", false},  // cut off: not read
+        {"# Server\r\nredis_mode:standalone\r\n", "", false},
+        {"", "", false},
+    };
+    for (const version_case& c : cases) {
+        INFO(c.text);
+        exact_text keep("");
+        const server_info got = parse(c.text, keep);
+        CHECK(str(got.redis_version) == c.version);
+        CHECK(edgelock::server_takes_set_nx_get(got) == c.set_nx_get);
+    }
+}
