@@ -89,6 +89,12 @@ struct client_options {
     duration stall_timeout = duration::seconds(5);
     // Speak RESP3 (HELLO 3); a server that cannot is an error for that node.
     bool resp3 = false;
+    // With resp3: ask each node to push changes of the keys this connection
+    // read (CLIENT TRACKING ON), so a lock waiting for a busy key (its acquire
+    // reads it) tries again the moment the key is deleted, expires, is
+    // flushed or written, by anyone. A node that refuses it is not failed:
+    // its waiters poll (lock_options' retry delay), as they do over RESP2.
+    bool notify = true;
     // CLIENT SETNAME (or HELLO's SETNAME); empty sends none. Letters, digits
     // and "-_.:" only, at most 64.
     str_view client_name = "edgelock";
@@ -261,6 +267,10 @@ private:
     bool skip_info(std::uint8_t n, std::size_t pos, instant now) noexcept;
     void setup_reply(std::uint8_t n, std::uint32_t request, const resp_node* nodes,
                      std::size_t count, instant now) noexcept;
+    // A RESP3 push (notify.cpp): a tracking invalidation wakes the locks
+    // waiting for its keys; anything else is ignored. nodes == nullptr: a
+    // push too large to read, taken as "every key changed".
+    void on_push(std::uint8_t n, const resp_node* nodes, std::size_t count, instant now) noexcept;
     // Locks (scheduler.cpp).
     void pump_events(client_lock& l, instant now) noexcept;
     void notify(client_lock& l, const lock_event& ev) noexcept;

@@ -122,6 +122,9 @@ struct node_info {
     node_warning warning = node_warning::none;
     str_view maxmemory_policy;  // as INFO memory gave it (truncated), or empty: unknown
     str_view redis_version;     // as INFO server gave it (truncated), or empty: unknown
+    // The node pushes changes of the keys its waiters wait for (RESP3 and
+    // CLIENT TRACKING accepted: client_options::notify); false: they poll.
+    bool tracking = false;
 };
 
 // The outcome of a blocking operation.

@@ -5,7 +5,8 @@
 // HELLO 3 [AUTH] [SETNAME] (or AUTH), SELECT, CLIENT SETNAME, INFO
 // replication (a replica fails the node), INFO memory (an evicting policy is
 // a warning), INFO server (the version: Redis >= 7 takes the one-command
-// acquire), SCRIPT LOAD of each lock script. The driver runs one per
+// acquire), CLIENT TRACKING ON (RESP3 only: key changes are pushed),
+// SCRIPT LOAD of each lock script. The driver runs one per
 // connection; a test runs one with no socket at all:
 //
 //   edgelock::handshake h;
@@ -42,6 +43,7 @@ struct node_report {
     std::uint8_t policy_size = 0;
     std::uint8_t version_size = 0;
     bool set_nx_get = false;  // INFO server: the node takes SET NX PX GET
+    bool tracking = false;    // CLIENT TRACKING ON was accepted: waiters are told
     std::size_t message_size = 0;
     char message[EDGELOCK_CLIENT_MESSAGE];
     char policy[node_policy_capacity];
@@ -70,7 +72,8 @@ public:
         info_replication,
         info_memory,
         info_server,
-        script,  // + i for lock_scripts_all[i]
+        tracking,  // CLIENT TRACKING ON (RESP3 with client_options::notify)
+        script,    // + i for lock_scripts_all[i]
     };
 
     // Begins the sequence for a node at `address` with the client's options

@@ -304,6 +304,14 @@ public:
     // instance before each poll_transmit.
     lock_errc set_node_set_get(std::uint8_t node, bool speaks) noexcept;
 
+    // The lock's key changed on some node: a server said so (a tracking
+    // invalidation: deleted, expired, flushed, or written). A waiting
+    // acquisition tries again now rather than after its retry delay; one
+    // whose round is still out tries again as soon as the round ends busy.
+    // Any other state ignores it, so a notification that is late, repeated
+    // or about a renew costs at most one request.
+    lock_errc on_key_changed(instant now) noexcept;
+
     // Inputs.
     lock_errc on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
                        std::size_t count, instant now) noexcept;
@@ -334,6 +342,8 @@ public:
     const lock_options& options() const noexcept { return options_; }
     // The current acquisition's token (lock value in plain and fenced modes).
     const owner_token& token() const noexcept { return token_; }
+    // As configured: the lock's name, which is also its key.
+    str_view name() const noexcept { return name_; }
 
 private:
     // What one request asks; also the low bits of its tag.
@@ -411,6 +421,7 @@ private:
     std::uint8_t absent_ = 0;    // release: nodes that answered our key was not there
     bool lost_ = false;          // the current acquisition ended in lost
     bool contended_ = false;     // a round of this acquisition found the key taken
+    bool woken_ = false;         // the key changed while this acquire round was out
     slot slots_[lock_max_nodes];
 };
 

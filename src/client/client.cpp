@@ -126,6 +126,7 @@ node_info client_base::node(std::uint8_t index) const noexcept {
     info.warning = c.report.warning;
     info.maxmemory_policy = str_view(c.report.policy, c.report.policy_size);
     info.redis_version = str_view(c.report.version, c.report.version_size);
+    info.tracking = c.report.tracking;
     return info;
 }
 

@@ -212,6 +212,7 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.report.policy_size = 0;
     c.report.version_size = 0;
     c.report.set_nx_get = false;
+    c.report.tracking = false;
     c.setup.start(c.address, options_);
     queue_setup(n, now);
 }

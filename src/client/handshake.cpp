@@ -137,6 +137,12 @@ std::size_t handshake::poll_request(char* buf, std::size_t capacity,
         } else if (next_ == info_server) {
             args[argc++] = "INFO";
             args[argc++] = "server";
+        } else if (next_ == tracking) {
+            if (o.resp3 && o.notify) {
+                args[argc++] = "CLIENT";
+                args[argc++] = "TRACKING";
+                args[argc++] = "ON";
+            }
         } else {
             args[argc++] = "SCRIPT";
             args[argc++] = "LOAD";
@@ -199,9 +205,12 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
         if (request == select) {
             return fail(node_error::select_failed, nodes, count, report);
         }
-        // CLIENT SETNAME, INFO and SCRIPT LOAD may be denied by an ACL. The
-        // scripts then go as EVAL on NOSCRIPT (or fail there, with the
-        // server's reason); without INFO nothing is known, and nothing said.
+        // CLIENT SETNAME, INFO, CLIENT TRACKING and SCRIPT LOAD may be denied
+        // by an ACL. The scripts then go as EVAL on NOSCRIPT (or fail there,
+        // with the server's reason); without INFO nothing is known, and
+        // nothing said; without tracking, waiters poll.
+    } else if (request == tracking) {
+        report.tracking = true;  // the keys this connection reads are tracked
     } else if (reply_optional(request)) {
         // No text (an oversized reply that was skipped, or not a string):
         // nothing is known.

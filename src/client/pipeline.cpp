@@ -256,7 +256,11 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
                                : first == '>';
         if (push) {
             progress(c, now, options_.stall_timeout);
-            continue;  // a RESP3 push (tracking, pub/sub): nothing we asked for
+            on_push(n, kept ? nodes_ : nullptr, kept ? r.nodes : 0, now);
+            if (c.fd < 0) {
+                return;  // a callback dropped the connection
+            }
+            continue;  // not a reply: nothing in the FIFO answers it
         }
         if (c.fifo.empty()) {
             fail(n, node_error::unexpected_reply, 0, now);

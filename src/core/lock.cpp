@@ -251,6 +251,7 @@ void lock::start_acquire_round(instant now) noexcept {
     round_max_ = 0;
     busy_ttl_ms_ = -1;
     retry_at_ = instant::never();
+    woken_ = false;
     --tries_left_;
     start_round(req::acquire, now);
 }
@@ -348,12 +349,24 @@ void lock::finish_fence_round(instant now) noexcept {
 }
 
 void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
-    const bool busy =
-        reason == lock_failure::no_quorum && refused_ != 0 && round_kind_ == req::acquire;
+    const bool acquire_round = round_kind_ == req::acquire;
+    const bool busy = reason == lock_failure::no_quorum && refused_ != 0 && acquire_round;
     close_round();
     queue_cleanup_all();
+    for (std::uint8_t i = 0; i < node_count_ && acquire_round; ++i) {
+        // A node that answered "busy" did not set our key: nothing to undo.
+        slot& s = slots_[i];
+        if ((s.flags & slot_said_busy) != 0) {
+            s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup);
+        }
+    }
     fence_ = 0;
     holds_ = 0;
+    if (tries_left_ > 0 && woken_ && now < wait_deadline_) {
+        retry_at_ = now;  // the key changed meanwhile: again at once
+        state_ = lock_state::retry_wait;
+        return;
+    }
     if (tries_left_ > 0) {
         std::uint64_t delay_us = 0;
         if (!random_between(random_, options_.retry_min.us, options_.retry_max.us, delay_us)) {

@@ -64,6 +64,18 @@ lock_errc lock::set_node_set_get(std::uint8_t node, bool speaks) noexcept {
     return lock_errc::ok;
 }
 
+lock_errc lock::on_key_changed(instant now) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (state_ == lock_state::retry_wait) {
+        start_acquire_round(now);
+    } else if (state_ == lock_state::acquiring) {
+        woken_ = true;
+    }
+    return lock_errc::ok;
+}
+
 lock::vote lock::silent_vote(const slot& s) noexcept {
     return (s.flags & slot_found_taken) != 0 ? vote::refused : vote::no;
 }
@@ -220,8 +232,12 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
             } else if (options_.mode == lock_mode::reentrant) {
                 holds_ = static_cast<std::uint32_t>(u > 0xffffffffU ? 0xffffffffU : u);
             }
-        } else if (v == vote::refused && value >= 0) {
-            busy_ttl_ms_ = busy_ttl_ms_ < 0 || value < busy_ttl_ms_ ? value : busy_ttl_ms_;
+        } else if (v == vote::refused) {
+            // It said so: the key is another's, and no cleanup is owed here.
+            s.flags = static_cast<std::uint16_t>(s.flags | slot_said_busy);
+            if (value >= 0) {
+                busy_ttl_ms_ = busy_ttl_ms_ < 0 || value < busy_ttl_ms_ ? value : busy_ttl_ms_;
+            }
         }
     }
     count_vote(s, v);

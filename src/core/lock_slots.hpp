@@ -21,9 +21,10 @@ constexpr std::uint16_t slot_set_get = 128;       // the driver says the node sp
 constexpr std::uint16_t slot_set_get_off = 256;   // the node refused it: scripts only
 constexpr std::uint16_t slot_as_script = 512;     // this round: resend as the script
 constexpr std::uint16_t slot_found_taken = 1024;  // this round: SET found another's key
+constexpr std::uint16_t slot_said_busy = 2048;    // this round: the node answered "busy"
 // Kept from round to round; the rest describe the current round.
 constexpr std::uint16_t slot_round_bits =
-    slot_in_flight | slot_eval | slot_retried | slot_as_script | slot_found_taken;
+    slot_in_flight | slot_eval | slot_retried | slot_as_script | slot_found_taken | slot_said_busy;
 
 // Tags: round number in the high 29 bits, request kind in the low 3: a
 // lock::req, or tag_set_acquire for an acquire sent as SET NX PX GET (its

@@ -44,7 +44,7 @@ TEST_CASE("a majority of nodes wins the lock", "[redlock][sim]") {
     }
 }
 
-TEST_CASE("a minority fails and releases everywhere", "[redlock][sim]") {
+TEST_CASE("a minority fails and releases wherever the key may be ours", "[redlock][sim]") {
     sim::cluster c(5, 2);
     const int a = c.add_client();
     edgelock::client_lock& l = c.add_lock(a, "jobs", sim::fast_options());
@@ -60,7 +60,12 @@ TEST_CASE("a minority fails and releases everywhere", "[redlock][sim]") {
     CHECK(l.state() == lock_state::idle);
     for (int i = 0; i < 5; ++i) {
         INFO("node " << i);
-        CHECK(c.count_script(i, edgelock::script_release) >= 1);
+        // The busy nodes said the key is another's; the others may hold ours.
+        if (i < 3) {
+            CHECK(c.count_script(i, edgelock::script_release) == 0);
+        } else {
+            CHECK(c.count_script(i, edgelock::script_release) >= 1);
+        }
     }
     for (int i = 0; i < 3; ++i) {
         CHECK(c.value_at(i, "jobs") == "someone-else");

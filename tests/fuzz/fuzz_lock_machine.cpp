@@ -198,6 +198,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             transmit(node, in.byte() * 5u);
             break;
         default:
+            if ((op & 0x40) != 0) {
+                (void)l.on_key_changed(now);  // a server said the key changed
+            }
             transmit(node, edgelock::lock_max_request);
             break;
         }

@@ -252,6 +252,9 @@ private:
             s.db = static_cast<std::uint32_t>(index);
             return resp_ok();
         }
+        if (sub == "CLIENT TRACKING" && argv.size() == 3 && upper(argv[2]) == "ON") {
+            return resp_ok();  // accepted; the simulator pushes no invalidations
+        }
         if (sub == "CLIENT SETNAME" && argv.size() == 3) {
             s.name = argv[2];
             return resp_ok();

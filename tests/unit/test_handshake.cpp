@@ -319,3 +319,55 @@ TEST_CASE("handshake: a request that does not fit waits for room, none is lost",
     REQUIRE(rest.size() == edgelock::lock_scripts_count);
     CHECK(rest.front().id == handshake::script);
 }
+
+TEST_CASE("handshake: RESP3 asks for key tracking, and a refusal fails nothing", "[handshake]") {
+    const node_address a = parse("redis://10.0.0.1");
+    client_options o;
+    o.resp3 = true;
+    SECTION("accepted") {
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        REQUIRE(sent.size() == 5 + edgelock::lock_scripts_count);
+        CHECK(joined(sent.at(3)) == "INFO server");
+        CHECK(joined(sent.at(4)) == "CLIENT TRACKING ON");
+        CHECK(sent.at(4).id == handshake::tracking);
+        edgelock::detail::node_report report;
+        for (const request& q : sent) {
+            reply(h, q.id, good_reply(q), report);
+        }
+        CHECK(h.status() == handshake_status::ready);
+        CHECK(report.tracking);
+    }
+    SECTION("refused (an ACL, an old server): the node is used, its waiters poll") {
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        edgelock::detail::node_report report;
+        for (const request& q : sent) {
+            reply(h, q.id,
+                  q.id == handshake::tracking
+                      ? std::string("-NOPERM this user has no permissions to run the "
+                                    "'client|tracking' command\r\n")
+                      : good_reply(q),
+                  report);
+        }
+        CHECK(h.status() == handshake_status::ready);
+        CHECK(report.error == node_error::none);
+        CHECK_FALSE(report.tracking);
+    }
+    SECTION("not asked: notify off, or RESP2 (no pushes on the connection)") {
+        o.notify = false;
+        handshake h;
+        h.start(a, o);
+        for (const request& q : drain(h)) {
+            CHECK(q.id != handshake::tracking);
+        }
+        client_options resp2;
+        handshake h2;
+        h2.start(a, resp2);
+        for (const request& q : drain(h2)) {
+            CHECK(q.id != handshake::tracking);
+        }
+    }
+}

@@ -1,0 +1,72 @@
+// Waiters told of their key's release: RESP3 pushes from CLIENT TRACKING.
+//
+// Tracking (default mode) is switched on at set-up; from then on the server
+// remembers every key this connection reads, the keys read inside a script
+// included, and pushes ["invalidate", [key, ...]] once when such a key is
+// changed by anyone: deleted (a release), expired, evicted, written (a
+// renew's PEXPIRE too), or [invalidate, null] when a flush drops them all. An
+// acquire that finds a key busy has read it (the acquire script's GET and
+// PTTL), so every waiter is registered by the very request that told it to
+// wait, and learns of the next change without polling. The push is one-shot:
+// the waiter's next busy answer registers it again.
+//
+// Chosen over keyspace notifications (pub/sub on __keyspace@db__), which
+// need `notify-keyspace-events` set on the server (a CONFIG SET that managed
+// Redis services often forbid) and a second connection per node; and over a
+// channel that releasers publish to, which hears only releases made by
+// clients that publish, not expiry, another client's release or a flush.
+#include "edgelock/client.hpp"
+
+namespace edgelock {
+
+namespace {
+
+// The keys of an invalidation push, or false when `nodes` is not one. A
+// null key list (a flush) gives keys_at == count.
+bool invalidation(const resp_node* nodes, std::size_t count, std::size_t& keys_at) noexcept {
+    const std::size_t top = skip_attributes(nodes, count, 0);
+    if (top + 2 >= count || nodes[top].type != resp_type::push || nodes[top].count != 2) {
+        return false;
+    }
+    const std::size_t kind = skip_attributes(nodes, count, top + 1);
+    if (kind >= count || !nodes[kind].has_text() || nodes[kind].text != str_view("invalidate")) {
+        return false;
+    }
+    const std::size_t list = skip_attributes(nodes, count, nodes[kind].end);
+    if (list >= count) {
+        return false;
+    }
+    keys_at = nodes[list].type == resp_type::null ? count : list;
+    return nodes[list].type == resp_type::null || nodes[list].type == resp_type::array;
+}
+
+}  // namespace
+
+void client_base::on_push(std::uint8_t n, const resp_node* nodes, std::size_t count,
+                          instant now) noexcept {
+    (void)n;  // any node's word will do: a waiter retries on every node
+    std::size_t keys_at = count;
+    if (nodes != nullptr && !invalidation(nodes, count, keys_at)) {
+        return;  // pub/sub or another push: not ours
+    }
+    for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+        bool changed = nodes == nullptr || keys_at == count;  // unreadable, or a flush
+        if (!changed) {
+            const resp_node& list = nodes[keys_at];
+            for (std::size_t i = keys_at + 1; i < list.end && i < count; i = nodes[i].end) {
+                if (nodes[i].has_text() && nodes[i].text == l->machine_.name()) {
+                    changed = true;
+                    break;
+                }
+            }
+        }
+        const lock_state s = l->machine_.state();
+        if (changed && (s == lock_state::retry_wait || s == lock_state::acquiring)) {
+            l->machine_.on_key_changed(now);  // a round to send, or one when this ends
+            ++churn_;
+            pump_events(*l, now);
+        }
+    }
+}
+
+}  // namespace edgelock

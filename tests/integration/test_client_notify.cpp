@@ -1,0 +1,223 @@
+// Waiters told of the release by the server (RESP3 CLIENT TRACKING) against
+// real redis-server processes: the key deleted by our release, by another
+// client, by expiry and by a flush; under Redlock; and a RESP2 client, which
+// is not told and polls.
+//
+// The waiters' retry delay is 3 s, so a waiter that acquires well within it
+// was told; the bound (1.5 s) is a sanity bound, several times what a run
+// needs. Request counts come from INFO commandstats: a told waiter sends no
+// polls.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "edgelock/client.hpp"
+#include "edgelock/port.hpp"
+#include "integration/client_helpers.hpp"
+#include "integration/redis_server.hpp"
+
+using namespace edgelock;
+using edgelock_test::configure;
+using edgelock_test::hex;
+using edgelock_test::key_of;
+using edgelock_test::ms_since;
+using edgelock_test::must_acquire;
+using edgelock_test::must_release;
+using edgelock_test::no_watchdog;
+using edgelock_test::redis_client;
+using edgelock_test::redis_server;
+using edgelock_test::redis_url;
+using edgelock_test::url_list;
+using edgelock_test::what;
+
+namespace {
+
+constexpr double told_bound_ms = 1500;  // the retry delay is 3000 ms
+
+client_options resp3() {
+    client_options o;
+    o.resp3 = true;
+    return o;
+}
+
+lock_options waiting_options() {
+    lock_options o = edgelock_test::options(5000, 200);
+    o.retry_min = duration::millis(3000);
+    o.retry_max = duration::millis(3000);
+    return o;
+}
+
+int calls(redis_client& admin, const std::string& command) {
+    const std::string text = admin.command({"INFO", "commandstats"}).text;
+    const std::string field = "cmdstat_" + command + ":calls=";
+    const std::size_t at = text.find(field);
+    return at == std::string::npos ? 0 : std::stoi(text.substr(at + field.size()));
+}
+
+// Runs `action` on its own thread after `after_ms`, joined on destruction.
+struct later {
+    std::thread t;
+    later(int after_ms, std::function<void()> action)
+        : t([after_ms, action] {
+              std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+              action();
+          }) {}
+    ~later() { t.join(); }
+};
+
+}  // namespace
+
+TEST_CASE("notify: a waiter is told when another client's key goes", "[integration][notify]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const char* name = "notify-other";
+    const url_list urls({redis_url(srv)});
+    client<1> c;
+    configure(c, urls, resp3());
+    client_lock l;
+    REQUIRE(l.attach(c, name, waiting_options(), no_watchdog()) == client_errc::ok);
+    REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+    INFO(what(c.node(0)));
+    REQUIRE(c.node(0).tracking);
+
+    struct gone_case {
+        const char* what;
+        std::vector<std::string> hold;  // how the other client holds the key
+        std::vector<std::string> act;   // what it does 150 ms later (empty: nothing)
+    };
+    const gone_case cases[] = {
+        {"deleted", {"SET", key_of(name), "other", "PX", "10000"}, {"DEL", key_of(name)}},
+        {"expired", {"SET", key_of(name), "other", "PX", "300"}, {}},
+        {"flushed", {"SET", key_of(name), "other", "PX", "10000"}, {"FLUSHALL"}},
+        {"compare-and-deleted by a Lua release",
+         {"SET", key_of(name), "other", "PX", "10000"},
+         {"EVAL",
+          "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end",
+          "1", key_of(name), "other"}},
+    };
+    for (const gone_case& k : cases) {
+        INFO(k.what);
+        REQUIRE(admin.command(k.hold).text == "OK");
+        REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
+        const instant t0 = port::now();
+        op_result r;
+        {
+            redis_client actor(srv.port());
+            const later act(150, [&] {
+                if (!k.act.empty()) {
+                    actor.command(k.act);
+                }
+            });
+            r = l.acquire(duration::seconds(6));
+        }
+        INFO(what(r));
+        REQUIRE(r.event.kind == lock_event_kind::acquired);
+        CHECK(ms_since(t0) < told_bound_ms);
+        CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
+        // The SET that found the key taken, the script that said for how
+        // long (and registered the waiter), the one attempt it was told to
+        // make: no polls.
+        CHECK(calls(admin, "evalsha") == 2);
+        must_release(l);
+    }
+}
+
+TEST_CASE("notify: waiters are told of edgelock's own release", "[integration][notify]") {
+    redis_server srv;
+    const char* name = "notify-own";
+    const url_list urls({redis_url(srv)});
+    client<1> holder_client;
+    client<1> waiter_client;
+    configure(holder_client, urls, resp3());
+    configure(waiter_client, urls, resp3());
+    client_lock holder;
+    client_lock waiter;
+    REQUIRE(holder.attach(holder_client, name, waiting_options(), no_watchdog()) ==
+            client_errc::ok);
+    REQUIRE(waiter.attach(waiter_client, name, waiting_options(), no_watchdog()) ==
+            client_errc::ok);
+    for (int round = 0; round < 3; ++round) {
+        INFO("round " << round);
+        client_lock& first = round % 2 == 0 ? holder : waiter;
+        client_lock& second = round % 2 == 0 ? waiter : holder;
+        must_acquire(first);
+        const instant t0 = port::now();
+        op_result r;
+        {
+            const later release(100, [&] { first.release(); });
+            r = second.acquire(duration::seconds(6));
+        }
+        INFO(what(r));
+        REQUIRE(r.event.kind == lock_event_kind::acquired);
+        CHECK(ms_since(t0) < told_bound_ms);
+        CHECK_FALSE(first.held());
+        must_release(second);
+    }
+}
+
+TEST_CASE("notify: under Redlock any node's word wakes the waiter", "[integration][notify]") {
+    redis_server s0;
+    redis_server s1;
+    redis_server s2;
+    redis_client a0(s0.port());
+    redis_client a1(s1.port());
+    redis_client a2(s2.port());
+    const char* name = "notify-redlock";
+    const url_list urls({redis_url(s0), redis_url(s1), redis_url(s2)});
+    client<3> c;
+    configure(c, urls, resp3());
+    client_lock l;
+    REQUIRE(l.attach(c, name, waiting_options(), no_watchdog()) == client_errc::ok);
+    REQUIRE(c.connect(port::now() + duration::seconds(3)) == 3);
+    for (redis_client* a : {&a0, &a1, &a2}) {
+        REQUIRE(a->command({"SET", key_of(name), "other", "PX", "10000"}).text == "OK");
+    }
+    const instant t0 = port::now();
+    op_result r;
+    {
+        redis_client d0(s0.port());
+        redis_client d1(s1.port());
+        // Another client's Redlock release, node by node.
+        const later act(150, [&] {
+            d0.command({"DEL", key_of(name)});
+            d1.command({"DEL", key_of(name)});
+        });
+        r = l.acquire(duration::seconds(6));
+    }
+    INFO(what(r));
+    REQUIRE(r.event.kind == lock_event_kind::acquired);
+    CHECK(ms_since(t0) < told_bound_ms);
+    CHECK(a0.command({"GET", key_of(name)}).text == hex(l.token()));
+    CHECK(a1.command({"GET", key_of(name)}).text == hex(l.token()));
+    CHECK(a2.command({"GET", key_of(name)}).text == "other");  // never freed there
+    must_release(l);
+}
+
+TEST_CASE("notify: RESP2, or notify off, is not told", "[integration][notify]") {
+    redis_server srv;
+    const url_list urls({redis_url(srv)});
+    client<1> plain;
+    configure(plain, urls);
+    REQUIRE(plain.connect(port::now() + duration::seconds(3)) == 1);
+    CHECK_FALSE(plain.node(0).tracking);
+    client_options o = resp3();
+    o.notify = false;
+    client<1> quiet;
+    configure(quiet, urls, o);
+    REQUIRE(quiet.connect(port::now() + duration::seconds(3)) == 1);
+    CHECK_FALSE(quiet.node(0).tracking);
+    // And a server whose ACL denies CLIENT TRACKING keeps the node.
+    redis_server acl(
+        {"--user", "default", "on", "nopass", "~*", "&*", "+@all", "-client|tracking"});
+    const url_list acl_urls({redis_url(acl)});
+    client<1> denied;
+    configure(denied, acl_urls, resp3());
+    REQUIRE(denied.connect(port::now() + duration::seconds(3)) == 1);
+    INFO(what(denied.node(0)));
+    CHECK(denied.node(0).state == node_state::ready);
+    CHECK_FALSE(denied.node(0).tracking);
+}

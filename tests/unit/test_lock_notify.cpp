@@ -1,0 +1,135 @@
+// lock::on_key_changed driven by hand: a waiting acquisition tries again at
+// once, one whose round is out tries again as soon as it ends busy, and every
+// other state ignores it. Also: a node that answered "busy" is owed no
+// cleanup, one that did not answer is.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "edgelock/lock.hpp"
+#include "edgelock/lock_scripts.hpp"
+#include "tools/random.hpp"
+#include "unit/lock_helpers.hpp"
+
+using edgelock::duration;
+using edgelock::instant;
+using edgelock::lock_errc;
+using edgelock::lock_event;
+using edgelock::lock_event_kind;
+using edgelock::lock_state;
+using edgelock_test::counter_random;
+using edgelock_test::reply;
+using edgelock_test::sent;
+using edgelock_test::take;
+
+namespace {
+
+const instant t0{3000000};
+const char* const busy_reply = "*2\r\n:0\r\n:800\r\n";
+const char* const won_reply = "*2\r\n:1\r\n:0\r\n";
+
+struct waiter {
+    counter_random rnd;
+    edgelock::lock l;
+
+    explicit waiter(std::uint8_t nodes = 1) {
+        edgelock::lock_options o = edgelock_test::lock_test_options();
+        o.max_tries = 100;
+        o.wait = duration::seconds(5);
+        o.retry_min = o.retry_max = duration::seconds(1);  // polling: far away
+        REQUIRE(l.configure("jobs", nodes, o, rnd.source()) == lock_errc::ok);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("notify: a waiting acquisition tries again at once", "[lock][notify]") {
+    waiter w;
+    REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+    reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(1));
+    REQUIRE(w.l.state() == lock_state::retry_wait);
+    CHECK(w.l.next_deadline() >= t0 + duration::seconds(1));
+    CHECK(w.l.next_send(0) == edgelock::lock::outgoing::none);  // busy: no cleanup owed
+
+    REQUIRE(w.l.on_key_changed(t0 + duration::millis(5)) == lock_errc::ok);
+    CHECK(w.l.state() == lock_state::acquiring);
+    const sent again = take(w.l, 0);
+    CHECK(again.bytes.find("EVALSHA") != std::string::npos);
+    reply(w.l, 0, again.tag, won_reply, t0 + duration::millis(6));
+    lock_event ev;
+    REQUIRE(w.l.poll_event(ev));
+    CHECK(ev.kind == lock_event_kind::acquired);
+    // The validity counts from the round that won, not the first one.
+    CHECK(ev.validity_deadline == t0 + duration::millis(5) + duration::millis(988));
+}
+
+TEST_CASE("notify: a change during a round makes the next one start at once", "[lock][notify]") {
+    waiter w;
+    REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+    const sent first = take(w.l, 0);
+    REQUIRE(w.l.on_key_changed(t0 + duration::millis(1)) == lock_errc::ok);  // still out
+    CHECK(w.l.state() == lock_state::acquiring);
+    CHECK(w.l.next_send(0) == edgelock::lock::outgoing::none);  // nothing sent twice
+    reply(w.l, 0, first.tag, busy_reply, t0 + duration::millis(2));
+    REQUIRE(w.l.state() == lock_state::retry_wait);
+    CHECK(w.l.next_deadline() == t0 + duration::millis(2));  // now, not the retry delay
+    w.l.on_timeout(t0 + duration::millis(2));
+    CHECK(w.l.state() == lock_state::acquiring);
+    reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(3));
+    // That change is spent: the next wait is the retry delay again.
+    CHECK(w.l.next_deadline() >= t0 + duration::millis(3) + duration::seconds(1));
+}
+
+TEST_CASE("notify: other states ignore a change", "[lock][notify]") {
+    SECTION("unconfigured") {
+        edgelock::lock l;
+        CHECK(l.on_key_changed(t0) == lock_errc::not_configured);
+    }
+    waiter w;
+    SECTION("idle") {
+        CHECK(w.l.on_key_changed(t0) == lock_errc::ok);
+        CHECK(w.l.state() == lock_state::idle);
+        CHECK(w.l.next_send(0) == edgelock::lock::outgoing::none);
+    }
+    SECTION("held: a renew of our own key, say") {
+        REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+        reply(w.l, 0, take(w.l, 0).tag, won_reply, t0 + duration::millis(1));
+        const instant deadline = w.l.next_deadline();
+        CHECK(w.l.on_key_changed(t0 + duration::millis(2)) == lock_errc::ok);
+        CHECK(w.l.state() == lock_state::held);
+        CHECK(w.l.next_deadline() == deadline);
+        CHECK(w.l.next_send(0) == edgelock::lock::outgoing::none);
+    }
+    SECTION("a wait whose time is up ends busy, without another round") {
+        edgelock::lock_options o = edgelock_test::lock_test_options();
+        o.max_tries = 100;
+        o.wait = duration::millis(10);
+        o.retry_min = o.retry_max = duration::millis(5);
+        counter_random rnd;
+        edgelock::lock l;
+        REQUIRE(l.configure("jobs", 1, o, rnd.source()) == lock_errc::ok);
+        REQUIRE(l.acquire(t0) == lock_errc::ok);
+        const sent s = take(l, 0);
+        REQUIRE(l.on_key_changed(t0 + duration::millis(1)) == lock_errc::ok);
+        reply(l, 0, s.tag, busy_reply, t0 + duration::millis(20));  // past the wait
+        lock_event ev;
+        REQUIRE(l.poll_event(ev));
+        CHECK(ev.kind == lock_event_kind::busy);
+        CHECK(l.state() == lock_state::idle);
+    }
+}
+
+TEST_CASE("notify: a failed round cleans up only where the key may be ours", "[lock][notify]") {
+    waiter w(3);
+    REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+    const sent a = take(w.l, 0);
+    const sent b = take(w.l, 1);
+    take(w.l, 2);
+    reply(w.l, 0, a.tag, busy_reply, t0 + duration::millis(1));
+    reply(w.l, 1, b.tag, busy_reply, t0 + duration::millis(1));  // 2 of 3 busy: lost
+    REQUIRE(w.l.state() == lock_state::retry_wait);
+    CHECK(w.l.next_send(0) == edgelock::lock::outgoing::none);
+    CHECK(w.l.next_send(1) == edgelock::lock::outgoing::none);
+    // Node 2 has not answered: its acquire may yet land.
+    CHECK(w.l.next_send(2) == edgelock::lock::outgoing::cleanup);
+}
