@@ -87,8 +87,10 @@ struct client_options {
     // made again (a node that stopped answering). Requests of a round time out
     // much sooner (lock_options::node_timeout); this only frees the connection.
     duration stall_timeout = duration::seconds(5);
-    // Speak RESP3 (HELLO 3); a server that cannot is an error for that node.
-    bool resp3 = false;
+    // Speak RESP3 (HELLO 3) where the server can (Redis >= 6): the server can
+    // then push on the lock connection (see notify). A server without HELLO
+    // is spoken to in RESP2 (node(i).resp2). false: RESP2 everywhere.
+    bool resp3 = true;
     // With resp3: ask each node to push changes of the keys this connection
     // read (CLIENT TRACKING ON), so a lock waiting for a busy key (its acquire
     // reads it) tries again the moment the key is deleted, expires, is

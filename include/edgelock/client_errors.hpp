@@ -59,7 +59,6 @@ enum class node_error : std::uint8_t {
     auth_failed,       // AUTH / HELLO AUTH refused (see message)
     select_failed,     // SELECT refused (see message)
     setup_failed,      // another set-up refusal: LOADING, max clients... (see message)
-    hello_failed,      // HELLO 3 refused: the server does not speak RESP3 (see message)
     protocol_error,    // a malformed reply
     reply_too_large,   // a reply longer than EDGELOCK_CLIENT_RX_BUFFER
     unexpected_reply,  // a reply nobody asked for, or of the wrong kind
@@ -125,6 +124,8 @@ struct node_info {
     // The node pushes changes of the keys its waiters wait for (RESP3 and
     // CLIENT TRACKING accepted: client_options::notify); false: they poll.
     bool tracking = false;
+    // client_options::resp3 was asked for, but the server has no HELLO: RESP2.
+    bool resp2 = false;
 };
 
 // The outcome of a blocking operation.

@@ -18,6 +18,13 @@
 //
 // A failure's reason (and the server's text) goes into the node_report passed
 // in, as does what INFO memory found; the report outlives the handshake.
+//
+// With client_options::resp3, a server without HELLO (Redis before 6, or a
+// proxy that speaks RESP2 only) is spoken to in RESP2 instead: its "unknown
+// command" (or NOPROTO) to HELLO is not a failure, the AUTH and CLIENT
+// SETNAME that HELLO carried go as RESP2 commands, and report.resp2 is set.
+// When HELLO carries a password, the requests after it wait for its answer
+// (one round trip), since such a server answers them NOAUTH.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +51,7 @@ struct node_report {
     std::uint8_t version_size = 0;
     bool set_nx_get = false;  // INFO server: the node takes SET NX PX GET
     bool tracking = false;    // CLIENT TRACKING ON was accepted: waiters are told
+    bool resp2 = false;       // RESP3 was asked for, the server has no HELLO
     std::size_t message_size = 0;
     char message[EDGELOCK_CLIENT_MESSAGE];
     char policy[node_policy_capacity];
@@ -100,11 +108,18 @@ private:
     handshake_status fail(node_error why, const resp_node* nodes, std::size_t count,
                           detail::node_report& report) noexcept;
 
+    bool speaks_resp3() const noexcept;
+
     const node_address* address_ = nullptr;
     const client_options* options_ = nullptr;
     std::uint8_t next_ = 0;         // the next request to send
     std::uint8_t replies_due_ = 0;  // sent, reply not yet in
     handshake_status status_ = handshake_status::pending;
+    // HELLO 3 carrying AUTH is out: nothing more goes until it is answered,
+    // since a server without HELLO would answer the rest NOAUTH.
+    bool hello_hold_ = false;
+    bool resp2_ = false;         // HELLO is unknown here: RESP2 from now on
+    bool setname_late_ = false;  // RESP2 after HELLO: CLIENT SETNAME still to send
 };
 
 }  // namespace edgelock

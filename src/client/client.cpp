@@ -127,6 +127,7 @@ node_info client_base::node(std::uint8_t index) const noexcept {
     info.maxmemory_policy = str_view(c.report.policy, c.report.policy_size);
     info.redis_version = str_view(c.report.version, c.report.version_size);
     info.tracking = c.report.tracking;
+    info.resp2 = c.report.resp2;
     return info;
 }
 

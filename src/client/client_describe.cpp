@@ -81,8 +81,6 @@ const char* describe(node_error error) noexcept {
         return "SELECT failed";
     case node_error::setup_failed:
         return "server refused the connection set-up";
-    case node_error::hello_failed:
-        return "HELLO 3 failed (server without RESP3?)";
     case node_error::protocol_error:
         return "malformed reply";
     case node_error::reply_too_large:

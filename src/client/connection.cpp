@@ -16,8 +16,7 @@ constexpr unsigned max_addresses = 8;  // of one host name, tried in turn
 // An error that says what the server told us keeps its message.
 bool keeps_message(node_error why) {
     return why == node_error::auth_failed || why == node_error::select_failed ||
-           why == node_error::hello_failed || why == node_error::setup_failed ||
-           why == node_error::replica;
+           why == node_error::setup_failed || why == node_error::replica;
 }
 
 }  // namespace
@@ -213,6 +212,7 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.report.version_size = 0;
     c.report.set_nx_get = false;
     c.report.tracking = false;
+    c.report.resp2 = false;
     c.setup.start(c.address, options_);
     queue_setup(n, now);
 }

@@ -83,6 +83,13 @@ void handshake::start(const node_address& address, const client_options& options
     next_ = 0;
     replies_due_ = 0;
     status_ = handshake_status::pending;
+    hello_hold_ = false;
+    resp2_ = false;
+    setname_late_ = false;
+}
+
+bool handshake::speaks_resp3() const noexcept {
+    return options_->resp3 && !resp2_;
 }
 
 std::size_t handshake::poll_request(char* buf, std::size_t capacity,
@@ -93,12 +100,23 @@ std::size_t handshake::poll_request(char* buf, std::size_t capacity,
     const node_address& a = *address_;
     const client_options& o = *options_;
     const credentials secret(a, o);
-    for (; next_ < request_end; ++next_) {
+    if (setname_late_) {
+        const str_view args[] = {"CLIENT", "SETNAME", o.client_name};
+        const resp_encoded e = resp_encode_command(buf, capacity, args, 3);
+        if (e.error != resp_encode_errc::ok) {
+            return 0;
+        }
+        setname_late_ = false;
+        request = setname;
+        ++replies_due_;
+        return e.size;
+    }
+    for (; next_ < request_end && !hello_hold_; ++next_) {
         str_view args[8];
         std::size_t argc = 0;
         decimal_arg db(static_cast<std::int64_t>(a.db));
         if (next_ == auth) {
-            if (o.resp3) {
+            if (speaks_resp3()) {
                 args[argc++] = "HELLO";
                 args[argc++] = "3";
                 if (secret.present()) {
@@ -123,7 +141,7 @@ std::size_t handshake::poll_request(char* buf, std::size_t capacity,
                 args[argc++] = db.view();
             }
         } else if (next_ == setname) {
-            if (!o.resp3 && !o.client_name.empty()) {
+            if (!speaks_resp3() && !o.client_name.empty()) {
                 args[argc++] = "CLIENT";
                 args[argc++] = "SETNAME";
                 args[argc++] = o.client_name;
@@ -138,7 +156,7 @@ std::size_t handshake::poll_request(char* buf, std::size_t capacity,
             args[argc++] = "INFO";
             args[argc++] = "server";
         } else if (next_ == tracking) {
-            if (o.resp3 && o.notify) {
+            if (speaks_resp3() && o.notify) {
                 args[argc++] = "CLIENT";
                 args[argc++] = "TRACKING";
                 args[argc++] = "ON";
@@ -157,9 +175,10 @@ std::size_t handshake::poll_request(char* buf, std::size_t capacity,
         }
         request = next_++;
         ++replies_due_;
+        hello_hold_ = request == auth && speaks_resp3() && secret.present();
         return e.size;
     }
-    if (replies_due_ == 0) {
+    if (replies_due_ == 0 && !hello_hold_) {
         status_ = handshake_status::ready;  // every request was skipped
     }
     return 0;
@@ -184,6 +203,25 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
     }
     --replies_due_;
     const bool error = count > 0 && nodes[0].is_error();
+    const bool held = request == auth && hello_hold_;
+    if (request == auth) {
+        hello_hold_ = false;
+    }
+    if (error && request == auth && speaks_resp3() &&
+        (starts_with_icase(nodes[0].text, "NOPROTO") ||
+         starts_with_icase(nodes[0].text, "ERR unknown command"))) {
+        // No HELLO here (Redis before 6, a RESP2-only proxy): RESP2 it is.
+        // What HELLO carried goes as RESP2 commands: AUTH (nothing was sent
+        // after a HELLO with a password) and CLIENT SETNAME.
+        resp2_ = true;
+        report.resp2 = true;
+        if (held) {
+            next_ = auth;
+        } else {
+            setname_late_ = !options_->client_name.empty();
+        }
+        return status_;
+    }
     if (error) {
         const str_view text = nodes[0].text;
         // A server that wants a password says NOAUTH to whatever comes first.
@@ -192,12 +230,8 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
         }
         if (request == auth) {
             node_error why = node_error::setup_failed;  // LOADING, max clients, ...
-            if (options_->resp3 && (starts_with_icase(text, "NOPROTO") ||
-                                    starts_with_icase(text, "ERR unknown command"))) {
-                why = node_error::hello_failed;
-            } else if (starts_with_icase(text, "ERR invalid") ||
-                       starts_with_icase(text, "ERR AUTH") ||
-                       starts_with_icase(text, "ERR Client sent AUTH")) {
+            if (starts_with_icase(text, "ERR invalid") || starts_with_icase(text, "ERR AUTH") ||
+                starts_with_icase(text, "ERR Client sent AUTH")) {
                 why = node_error::auth_failed;
             }
             return fail(why, nodes, count, report);
@@ -243,7 +277,7 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
             report.set_nx_get = server_takes_set_nx_get(info);
         }
     }
-    if (next_ == request_end && replies_due_ == 0) {
+    if (next_ == request_end && replies_due_ == 0 && !setname_late_) {
         status_ = handshake_status::ready;
     }
     return status_;

@@ -56,22 +56,33 @@ const setup_case cases[] = {
      node_error::auth_failed, "NOAUTH", false},
     {"AUTH to a server without a password",
      [](sim::net& n, edgelock::client_options& o) {
+         o.resp3 = false;  // HELLO's AUTH to a nopass user is accepted
          with_password(n, o);
          n.node(1).password.clear();
      },
      ":right", "", node_error::auth_failed, "ERR AUTH", false},
     {"AUTH refused while the server loads its data",
      [](sim::net& n, edgelock::client_options& o) {
+         o.resp3 = false;
          with_password(n, o);
          n.node(1).refusals["AUTH"] = "LOADING Redis is loading the dataset in memory";
      },
      ":right", "", node_error::setup_failed, "LOADING", false},
-    {"HELLO 3 to a server before RESP3",
+    {"HELLO 3 to a server before RESP3: RESP2 instead",
      [](sim::net& n, edgelock::client_options& o) {
          o.resp3 = true;
          n.node(1).speaks_resp3 = false;
      },
-     "", "", node_error::hello_failed, "ERR unknown command", false},
+     "", "", node_error::none, "", true, node_warning::none, "noeviction"},
+    {"HELLO 3 AUTH to a server before RESP3: AUTH instead",
+     [](sim::net& n, edgelock::client_options& o) {
+         o.resp3 = true;
+         with_password(n, o);
+         for (int i = 0; i < 3; ++i) {
+             n.node(i).speaks_resp3 = false;
+         }
+     },
+     ":right", "", node_error::none, "", true, node_warning::none, "noeviction"},
     {"HELLO 3 AUTH with a wrong password",
      [](sim::net& n, edgelock::client_options& o) {
          o.resp3 = true;

@@ -200,8 +200,10 @@ TEST_CASE("notify: under Redlock any node's word wakes the waiter", "[integratio
 TEST_CASE("notify: RESP2, or notify off, is not told", "[integration][notify]") {
     redis_server srv;
     const url_list urls({redis_url(srv)});
+    client_options two;
+    two.resp3 = false;
     client<1> plain;
-    configure(plain, urls);
+    configure(plain, urls, two);
     REQUIRE(plain.connect(port::now() + duration::seconds(3)) == 1);
     CHECK_FALSE(plain.node(0).tracking);
     client_options o = resp3();

@@ -139,7 +139,7 @@ TEST_CASE("client transport: every byte goes through the configured transport",
     CHECK(t.opens == 1);
     CHECK(t.proceeds == 0);
     // The set-up went through it too: its first request is the first byte out.
-    CHECK(t.first_request.rfind("*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n", 0) == 0);
+    CHECK(t.first_request.rfind("*4\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$7\r\nSETNAME\r\n", 0) == 0);
     CHECK(t.sent > 0);
     CHECK(t.received > 0);
     c.disconnect();
