@@ -143,7 +143,7 @@ fuzz-smoke: fuzz-build
 bench:
 	@sh tests/tools/deps.sh libhiredis-dev valgrind
 	cmake -S . -B $(BUILD)/bench -DCMAKE_BUILD_TYPE=Release -DEDGELOCK_TESTS=OFF \
-	    -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_CLI=OFF -DEDGELOCK_INSTALL=OFF \
+	    -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_CLI=ON -DEDGELOCK_INSTALL=OFF \
 	    -DEDGELOCK_BENCH_REQUIRE_PEERS=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD)/bench -j $(JOBS)
 	JOBS=$(JOBS) sh tests/bench/run.sh $(BUILD)
