@@ -311,6 +311,13 @@ public:
     // Any other state ignores it, so a notification that is late, repeated
     // or about a renew costs at most one request.
     lock_errc on_key_changed(instant now) noexcept;
+    // Whether the node's server will tell of changes to the key (the driver
+    // turned tracking on there). When some node will, a busy acquisition's
+    // next try waits for the word (on_key_changed), and polls only as a
+    // fallback: after the holder's remaining ttl plus the retry delay, and
+    // once more a node_timeout before the wait ends. False, the default: it
+    // polls.
+    lock_errc set_node_told(std::uint8_t node, bool told) noexcept;
 
     // Inputs.
     lock_errc on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
@@ -384,6 +391,7 @@ private:
         return options_.mode == lock_mode::fenced && node_count_ > 1;
     }
     bool round_open() const noexcept { return round_kind_ != req::none; }
+    bool told() const noexcept;
     // In a state that holds the keys, whatever the time.
     bool holding() const noexcept {
         return state_ == lock_state::held || state_ == lock_state::renewing;

@@ -145,6 +145,7 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     for (client_lock* l = locks_; l != nullptr; l = l->next_) {
         l->machine_.set_node_set_get(n, c.report.set_nx_get);  // from INFO server
+        l->machine_.set_node_told(n, c.report.tracking);
         while (!c.fifo.full()) {
             // Fill the buffer to the brim: a request that does not fit is
             // left with its machine (nothing written) until the buffer has

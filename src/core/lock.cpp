@@ -372,7 +372,17 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
         if (!random_between(random_, options_.retry_min.us, options_.retry_max.us, delay_us)) {
             reason = lock_failure::random_failed;
         } else {
-            const instant at = now + duration::micros(delay_us);
+            instant at = now + duration::micros(delay_us);
+            if (told() && busy_ttl_ms_ >= 0) {
+                // A server tells us of the change; polling is the fallback for
+                // a word that never comes. The key, unless renewed (which
+                // tells us too), lasts busy_ttl_ms_ more: try then, or once
+                // more as the wait ends, leaving that round its node_timeout.
+                at = at + duration::millis(static_cast<std::uint64_t>(busy_ttl_ms_));
+                const std::uint64_t margin = options_.node_timeout.us + 1;
+                const instant last{wait_deadline_.us > margin ? wait_deadline_.us - margin : 0};
+                at = earliest(at, last > now ? last : at);
+            }
             if (at < wait_deadline_) {
                 retry_at_ = at;
                 state_ = lock_state::retry_wait;

@@ -76,6 +76,27 @@ lock_errc lock::on_key_changed(instant now) noexcept {
     return lock_errc::ok;
 }
 
+lock_errc lock::set_node_told(std::uint8_t node, bool told) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (node >= node_count_) {
+        return lock_errc::bad_node;
+    }
+    slot& s = slots_[node];
+    s.flags = static_cast<std::uint16_t>(told ? s.flags | slot_told : s.flags & ~slot_told);
+    return lock_errc::ok;
+}
+
+bool lock::told() const noexcept {
+    for (std::uint8_t i = 0; i < node_count_; ++i) {
+        if ((slots_[i].flags & slot_told) != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 lock::vote lock::silent_vote(const slot& s) noexcept {
     return (s.flags & slot_found_taken) != 0 ? vote::refused : vote::no;
 }

@@ -22,6 +22,7 @@ constexpr std::uint16_t slot_set_get_off = 256;   // the node refused it: script
 constexpr std::uint16_t slot_as_script = 512;     // this round: resend as the script
 constexpr std::uint16_t slot_found_taken = 1024;  // this round: SET found another's key
 constexpr std::uint16_t slot_said_busy = 2048;    // this round: the node answered "busy"
+constexpr std::uint16_t slot_told = 4096;         // the node tells of key changes
 // Kept from round to round; the rest describe the current round.
 constexpr std::uint16_t slot_round_bits =
     slot_in_flight | slot_eval | slot_retried | slot_as_script | slot_found_taken | slot_said_busy;

@@ -266,6 +266,29 @@ TEST_CASE("cli: run -w waits for the holder's lock to expire", "[cli]") {
     CHECK(lock_exists(admin, key) == 0);
 }
 
+TEST_CASE("cli: run -w is told of the release, and does not poll", "[cli][notify]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const std::string key = "cli-wait-told";
+    REQUIRE(admin.command({"SET", key_of(key), "someone-else", "PX", "20000"}).text == "OK");
+    REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
+    agent_run a({"run", "-w", "10s", "-N", redis_url(srv), key, "--", "true"}, {});
+    sleep_ms(1500);  // polling (a retry every 50 to 200 ms) would send 7 to 30 attempts
+    const double freed = mono_s();
+    REQUIRE(admin.command({"DEL", key_of(key)}).integer == 1);
+    const run_result r = a.finish(10.0);
+    INFO(show(a.args, r));
+    CHECK(r.status == 0);
+    CHECK(mono_s() - freed < 2.0);  // a sanity bound; the push takes well under a millisecond
+    CHECK(lock_exists(admin, key) == 0);
+    // SET (busy), the acquire script (busy: it registers the waiter), the
+    // acquire script after the push, and the release.
+    const std::string stats = admin.command({"INFO", "commandstats"}).text;
+    const std::size_t at = stats.find("cmdstat_evalsha:calls=");
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stoi(stats.substr(at + sizeof "cmdstat_evalsha:calls=" - 1)) == 3);
+}
+
 TEST_CASE("cli: a signal while waiting for the lock ends the wait, no command run", "[cli]") {
     redis_server srv;
     redis_client admin(srv.port());

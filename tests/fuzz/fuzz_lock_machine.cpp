@@ -106,6 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::uint8_t speaks = in.byte();
     for (std::uint8_t n = 0; n < nodes; ++n) {
         (void)l.set_node_set_get(n, (speaks >> (n % 8) & 1) != 0);
+        (void)l.set_node_told(n, (speaks >> ((n + 4) % 8) & 1) != 0);
     }
     fifo fifos[edgelock::lock_max_nodes];
     edgelock::instant now{1000000};

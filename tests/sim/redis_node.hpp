@@ -252,8 +252,10 @@ private:
             s.db = static_cast<std::uint32_t>(index);
             return resp_ok();
         }
-        if (sub == "CLIENT TRACKING" && argv.size() == 3 && upper(argv[2]) == "ON") {
-            return resp_ok();  // accepted; the simulator pushes no invalidations
+        if (sub == "CLIENT TRACKING") {
+            // Refused, as by an ACL: the simulator pushes no invalidations,
+            // so its clients must poll.
+            throw redis_error("NOPERM the simulator does not track keys");
         }
         if (sub == "CLIENT SETNAME" && argv.size() == 3) {
             s.name = argv[2];

@@ -133,3 +133,39 @@ TEST_CASE("notify: a failed round cleans up only where the key may be ours", "[l
     // Node 2 has not answered: its acquire may yet land.
     CHECK(w.l.next_send(2) == edgelock::lock::outgoing::cleanup);
 }
+
+TEST_CASE("notify: told, a waiter polls only as a fallback", "[lock][notify]") {
+    waiter w;
+    SECTION("not told: the retry delay") {
+        REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+        reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(1));
+        CHECK(w.l.next_deadline() == t0 + duration::millis(1) + duration::seconds(1));
+    }
+    SECTION("told: the holder's ttl plus the retry delay") {
+        REQUIRE(w.l.set_node_told(0, true) == lock_errc::ok);
+        REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+        reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(1));  // 800 ms left
+        CHECK(w.l.next_deadline() ==
+              t0 + duration::millis(1) + duration::millis(800) + duration::seconds(1));
+    }
+    SECTION("told, a holder beyond the wait: one last try a node_timeout before its end") {
+        REQUIRE(w.l.set_node_told(0, true) == lock_errc::ok);
+        REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+        reply(w.l, 0, take(w.l, 0).tag, "*2\r\n:0\r\n:60000\r\n", t0 + duration::millis(1));
+        const instant last =
+            t0 + (duration::seconds(5) - duration::millis(50) - duration::micros(1));
+        CHECK(w.l.next_deadline() == last);
+        w.l.on_timeout(last);
+        reply(w.l, 0, take(w.l, 0).tag, "*2\r\n:0\r\n:59000\r\n", last + duration::millis(1));
+        lock_event ev;
+        REQUIRE(w.l.poll_event(ev));
+        CHECK(ev.kind == lock_event_kind::busy);  // within the wait
+    }
+    SECTION("told, the ttl unknown: the retry delay") {
+        REQUIRE(w.l.set_node_told(0, true) == lock_errc::ok);
+        REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+        reply(w.l, 0, take(w.l, 0).tag, "*2\r\n:0\r\n:-1\r\n", t0 + duration::millis(1));
+        CHECK(w.l.next_deadline() == t0 + duration::millis(1) + duration::seconds(1));
+    }
+    CHECK(w.l.set_node_told(1, true) == lock_errc::bad_node);
+}
