@@ -1,6 +1,7 @@
 // The lock state machine (see lock.hpp for its use, redlock.hpp for the rule):
-// its operations and the rounds they start and decide. What comes in and goes
-// out (replies, disconnects, timeouts; requests, deadlines) is in lock_io.cpp.
+// its operations. The rounds they start are decided in lock_rounds.cpp; what
+// comes in and goes out (replies, disconnects, timeouts; requests, deadlines)
+// is in lock_io.cpp.
 //
 // A round is one request per node, all ready at once. Each node's answer is a
 // vote; the round ends when the tally is decided or its deadline passes, and a
@@ -162,47 +163,6 @@ bool lock::poll_event(lock_event& out) noexcept {
     return true;
 }
 
-void lock::start_round(req kind, instant now) noexcept {
-    ++round_;
-    round_kind_ = kind;
-    round_t0_ = now;
-    round_deadline_ = now + options_.node_timeout;
-    tally_ = redlock_tally{};
-    tally_.nodes = node_count_;
-    tally_.quorum = quorum_;
-    refused_ = 0;
-    for (std::uint8_t i = 0; i < node_count_; ++i) {
-        slot& s = slots_[i];
-        s.send = kind;
-        s.answer = vote::waiting;
-        s.flags = static_cast<std::uint16_t>(s.flags & ~slot_round_bits);
-    }
-}
-
-void lock::close_round() noexcept {
-    round_kind_ = req::none;
-    round_deadline_ = instant::never();
-    for (std::uint8_t i = 0; i < node_count_; ++i) {
-        // A request not yet sent when the round is decided is never sent.
-        slots_[i].send = req::none;
-        slots_[i].flags = static_cast<std::uint16_t>(slots_[i].flags & ~slot_in_flight);
-    }
-}
-
-void lock::count_vote(slot& s, vote v) noexcept {
-    s.answer = v;
-    s.send = req::none;
-    s.flags = static_cast<std::uint16_t>(s.flags & ~slot_in_flight);
-    if (v == vote::yes) {
-        ++tally_.yes;
-    } else {
-        ++tally_.no;
-        if (v == vote::refused) {
-            ++refused_;
-        }
-    }
-}
-
 void lock::queue_cleanup_all() noexcept {
     // Plain and fenced releases compare-and-delete: harmless where the key is
     // not ours, so every node gets one (a SET may have landed unanswered).
@@ -256,153 +216,6 @@ void lock::start_acquire_round(instant now) noexcept {
     start_round(req::acquire, now);
 }
 
-void lock::decide(instant now) noexcept {
-    switch (round_kind_) {
-    case req::acquire:
-        if (tally_.won()) {
-            finish_acquire_round(now);
-        } else if (tally_.lost()) {
-            fail_acquisition(lock_failure::no_quorum, now);
-        }
-        return;
-    case req::fence_raise:
-        if (tally_.won()) {
-            finish_fence_round(now);
-        } else if (tally_.lost()) {
-            fail_acquisition(refused_ != 0 ? lock_failure::fence_conflict : lock_failure::no_quorum,
-                             now);
-        }
-        return;
-    case req::renew:
-        if (tally_.won()) {
-            finish_renew_round(now);
-        } else if (tally_.lost()) {
-            renew_round_failed(now);
-        }
-        return;
-    case req::release:
-        if (tally_.all_in()) {
-            close_round();
-            state_ = lock_state::idle;
-            holds_ = 0;
-            lock_event ev;
-            ev.kind = lock_event_kind::released;
-            ev.nodes = released_;
-            ev.absent = absent_;
-            push_event(ev);
-        }
-        return;
-    case req::none:
-    case req::cleanup:
-        return;
-    }
-}
-
-void lock::finish_acquire_round(instant now) noexcept {
-    close_round();
-    if (fenced_redlock()) {
-        // Round 2: a token above every counter of this quorum, written back to
-        // a quorum before anyone sees it. Any later quorum overlaps this one.
-        fence_ = round_max_ + 1;
-        state_ = lock_state::fencing;
-        start_round(req::fence_raise, now);
-        const instant v = redlock_validity_deadline(
-            t0_, options_.ttl,
-            redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed));
-        round_deadline_ = earliest(round_deadline_, v);
-        return;
-    }
-    const instant v = redlock_validity_deadline(
-        t0_, options_.ttl, redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed));
-    if (v <= now) {
-        fail_acquisition(lock_failure::expired, now);
-        return;
-    }
-    validity_ = v;
-    held_round_ = round_;
-    state_ = lock_state::held;
-    lock_event ev;
-    ev.kind = lock_event_kind::acquired;
-    ev.validity_deadline = v;
-    ev.fence = fence_;
-    ev.holds = holds_;
-    push_event(ev);
-}
-
-void lock::finish_fence_round(instant now) noexcept {
-    close_round();
-    const instant v = redlock_validity_deadline(
-        t0_, options_.ttl, redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed));
-    if (v <= now) {
-        fail_acquisition(lock_failure::expired, now);
-        return;
-    }
-    validity_ = v;
-    // Late acquire replies of round 1 belong to this hold.
-    held_round_ = round_ - 1;
-    state_ = lock_state::held;
-    lock_event ev;
-    ev.kind = lock_event_kind::acquired;
-    ev.validity_deadline = v;
-    ev.fence = fence_;
-    push_event(ev);
-}
-
-void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
-    const bool acquire_round = round_kind_ == req::acquire;
-    const bool busy = reason == lock_failure::no_quorum && refused_ != 0 && acquire_round;
-    close_round();
-    queue_cleanup_all();
-    for (std::uint8_t i = 0; i < node_count_ && acquire_round; ++i) {
-        // A node that answered "busy" did not set our key: nothing to undo.
-        slot& s = slots_[i];
-        if ((s.flags & slot_said_busy) != 0) {
-            s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup);
-        }
-    }
-    fence_ = 0;
-    holds_ = 0;
-    if (tries_left_ > 0 && woken_ && now < wait_deadline_) {
-        retry_at_ = now;  // the key changed meanwhile: again at once
-        state_ = lock_state::retry_wait;
-        return;
-    }
-    if (tries_left_ > 0) {
-        std::uint64_t delay_us = 0;
-        if (!random_between(random_, options_.retry_min.us, options_.retry_max.us, delay_us)) {
-            reason = lock_failure::random_failed;
-        } else {
-            instant at = now + duration::micros(delay_us);
-            if (told() && busy_ttl_ms_ >= 0) {
-                // A server tells us of the change; polling is the fallback for
-                // a word that never comes. The key, unless renewed (which
-                // tells us too), lasts busy_ttl_ms_ more: try then, or once
-                // more as the wait ends, leaving that round its node_timeout.
-                at = at + duration::millis(static_cast<std::uint64_t>(busy_ttl_ms_));
-                const std::uint64_t margin = options_.node_timeout.us + 1;
-                const instant last{wait_deadline_.us > margin ? wait_deadline_.us - margin : 0};
-                at = earliest(at, last > now ? last : at);
-            }
-            if (at < wait_deadline_) {
-                retry_at_ = at;
-                state_ = lock_state::retry_wait;
-                return;
-            }
-        }
-    }
-    state_ = lock_state::idle;
-    retry_at_ = instant::never();
-    lock_event ev;
-    if (busy && reason == lock_failure::no_quorum) {
-        ev.kind = lock_event_kind::busy;
-        ev.holder_ttl_ms = busy_ttl_ms_;
-    } else {
-        ev.kind = lock_event_kind::failed;
-        ev.reason = reason;
-    }
-    push_event(ev);
-}
-
 void lock::drop_cleanups() noexcept {
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         // One already out cannot be called back; it is not resent either.
@@ -453,55 +266,6 @@ void lock::start_renew_round(instant now) noexcept {
     start_round(req::renew, now);
     // A renew that wins after the validity ended proves nothing about the gap.
     round_deadline_ = earliest(round_deadline_, validity_);
-}
-
-void lock::finish_renew_round(instant now) noexcept {
-    close_round();
-    const instant v = redlock_validity_deadline(
-        round_t0_, options_.ttl,
-        redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed));
-    if (validity_ <= now || v <= now) {
-        become_lost(lock_failure::validity_ended);
-        return;
-    }
-    validity_ = v;
-    state_ = lock_state::held;
-    lock_event ev;
-    ev.kind = lock_event_kind::renewed;
-    ev.validity_deadline = v;
-    push_event(ev);
-}
-
-void lock::renew_round_failed(instant now) noexcept {
-    // A quorum that cannot be reached any more because nodes said "not ours"
-    // will not come back by retrying: the keys expired or were taken.
-    if (refused_ > node_count_ - quorum_) {
-        become_lost(lock_failure::not_ours);
-        return;
-    }
-    close_round();
-    std::uint64_t delay_us = 0;
-    if (!random_between(random_, options_.retry_min.us, options_.retry_max.us, delay_us)) {
-        become_lost(lock_failure::random_failed);
-        return;
-    }
-    // At least 1 ms, so nodes failing instantly cannot spin us in place.
-    if (delay_us < 1000) {
-        delay_us = 1000;
-    }
-    lock_event ev;
-    ev.kind = lock_event_kind::renew_failed;
-    ev.reason = lock_failure::no_quorum;
-    ev.validity_deadline = validity_;
-    push_event(ev);
-    const instant at = now + duration::micros(delay_us);
-    if (at >= validity_) {
-        // No time for another round; on_timeout reports the loss at the deadline.
-        retry_at_ = instant::never();
-    } else {
-        retry_at_ = at;
-    }
-    state_ = lock_state::renewing;
 }
 
 lock_errc lock::release(instant now) noexcept {
