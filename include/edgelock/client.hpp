@@ -273,6 +273,11 @@ private:
     // waiting for its keys; anything else is ignored. nodes == nullptr: a
     // push too large to read, taken as "every key changed".
     void on_push(std::uint8_t n, const resp_node* nodes, std::size_t count, instant now) noexcept;
+    // `by` deleted its key: the locks of this client waiting for the same
+    // name are told here, as the server does not tell us of our own writes.
+    void released_here(const client_lock& by, instant now) noexcept;
+    // Tells one lock its key changed, if it is waiting for it.
+    void wake(client_lock& l, instant now) noexcept;
     // Locks (scheduler.cpp).
     void pump_events(client_lock& l, instant now) noexcept;
     void notify(client_lock& l, const lock_event& ev) noexcept;

@@ -39,7 +39,7 @@
 //   plain     - SET NX PX with a fresh 128-bit token; compare-and-pexpire
 //               renews, compare-and-delete releases. The acquire is one
 //               `SET name token NX PX ttl GET` on a node the driver says
-//               speaks it (set_node_set_get: Redis >= 7), costing the server
+//               speaks it (set_node_caps: Redis >= 7), costing the server
 //               what SET NX PX costs; elsewhere it is the acquire script. That
 //               SET answers nil when it set the key. Any other answer sends
 //               the acquire script to that node in the same round: the key
@@ -154,7 +154,8 @@ std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t c
 
 // A buffer of this many bytes holds any request the machine emits (the longest
 // is an EVAL carrying script text, two keys and three arguments).
-constexpr std::size_t lock_max_request = 1024 + 2 * (lock_max_name + 16) + lock_max_owner;
+// (and the CLIENT CACHING yes that may go ahead of an acquire).
+constexpr std::size_t lock_max_request = 1024 + 2 * (lock_max_name + 16) + lock_max_owner + 32;
 
 // Local misuse: the caller's fault, reported by the call, never as an event.
 enum class lock_errc : std::uint8_t {
@@ -265,10 +266,29 @@ struct lock_event {
     std::uint8_t absent = 0;
 };
 
+// What a node's server can do for a lock, as the driver learnt it at set-up.
+struct lock_node_caps {
+    // Takes SET's NX and GET options together (Redis >= 7): a plain acquire
+    // goes as one SET (see "plain" above). False: the acquire script.
+    bool set_nx_get = false;
+    // Tells of changes to the key (the driver turned key tracking on there,
+    // in OPTIN mode: an acquire script then goes behind CLIENT CACHING yes,
+    // so the key it reads is tracked, and nothing else is; see preceding):
+    // a busy acquisition's next try then waits for the word (on_key_changed)
+    // and polls only as a fallback, after the holder's remaining ttl plus the
+    // retry delay, and once more a node_timeout before the wait ends. False:
+    // it polls at the retry delay.
+    bool told = false;
+};
+
 struct lock_transmit {
     lock_errc error = lock_errc::ok;
     std::size_t size = 0;   // ok: bytes written (0: nothing to send); buffer_too_small: needed
     std::uint32_t tag = 0;  // hand back with the reply to this request
+    // Commands written ahead of the request whose replies come first and are
+    // to be dropped unread: 1 for the CLIENT CACHING yes that makes a told
+    // node track the key this acquire reads (lock_node_caps::told), else 0.
+    std::uint8_t preceding = 0;
 };
 
 class lock {
@@ -296,13 +316,11 @@ public:
     // every node (also those that failed). Ends with `released`.
     lock_errc release(instant now) noexcept;
 
-    // What the driver learnt of the node's server at connection set-up: true
-    // when it takes SET's NX and GET options together (Redis >= 7), so a plain
-    // acquire goes as one SET (see "plain" above). False, the default, keeps
-    // the acquire script. A node that answered that SET with a syntax error
-    // gets no other until configure() is called again. Call it any time, for
-    // instance before each poll_transmit.
-    lock_errc set_node_set_get(std::uint8_t node, bool speaks) noexcept;
+    // What the driver learnt of a node's server at connection set-up (see
+    // lock_node_caps); call it any time, for instance before each
+    // poll_transmit. A node that answered the SET acquire with a syntax error
+    // gets no other until configure() is called again, whatever it is told.
+    lock_errc set_node_caps(std::uint8_t node, lock_node_caps caps) noexcept;
 
     // The lock's key changed on some node: a server said so (a tracking
     // invalidation: deleted, expired, flushed, or written). A waiting
@@ -311,13 +329,6 @@ public:
     // Any other state ignores it, so a notification that is late, repeated
     // or about a renew costs at most one request.
     lock_errc on_key_changed(instant now) noexcept;
-    // Whether the node's server will tell of changes to the key (the driver
-    // turned tracking on there). When some node will, a busy acquisition's
-    // next try waits for the word (on_key_changed), and polls only as a
-    // fallback: after the holder's remaining ttl plus the retry delay, and
-    // once more a node_timeout before the wait ends. False, the default: it
-    // polls.
-    lock_errc set_node_told(std::uint8_t node, bool told) noexcept;
 
     // Inputs.
     lock_errc on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,

@@ -160,6 +160,8 @@ std::size_t handshake::poll_request(char* buf, std::size_t capacity,
                 args[argc++] = "CLIENT";
                 args[argc++] = "TRACKING";
                 args[argc++] = "ON";
+                args[argc++] = "OPTIN";   // only what an acquire reads: see notify.cpp
+                args[argc++] = "NOLOOP";  // not our own writes
             }
         } else {
             args[argc++] = "SCRIPT";

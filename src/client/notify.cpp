@@ -1,14 +1,22 @@
 // Waiters told of their key's release: RESP3 pushes from CLIENT TRACKING.
 //
-// Tracking (default mode) is switched on at set-up; from then on the server
-// remembers every key this connection reads, the keys read inside a script
-// included, and pushes ["invalidate", [key, ...]] once when such a key is
-// changed by anyone: deleted (a release), expired, evicted, written (a
-// renew's PEXPIRE too), or [invalidate, null] when a flush drops them all. An
-// acquire that finds a key busy has read it (the acquire script's GET and
-// PTTL), so every waiter is registered by the very request that told it to
-// wait, and learns of the next change without polling. The push is one-shot:
-// the waiter's next busy answer registers it again.
+// Tracking is switched on at set-up in OPTIN mode: the server remembers the
+// keys read by a command that follows CLIENT CACHING yes, the keys read
+// inside a script included, and pushes ["invalidate", [key, ...]] once when
+// such a key is changed by anyone: deleted (a release), expired, evicted,
+// written, or [invalidate, null] when a flush drops them all. The lock
+// machine puts CLIENT CACHING yes ahead of its acquire scripts on a told
+// node (lock_transmit::preceding); an acquire that finds a key busy has read
+// it (GET and PTTL), so every waiter is registered by the very request that
+// told it to wait, and learns of the next change without polling. The push
+// is one-shot: the waiter's next busy answer registers it again. Renews,
+// releases and the SET acquire are not tracked, so a holder costs the server
+// no tracking work.
+//
+// NOLOOP: the server does not tell a connection of its own writes, so a
+// holder's renew and release cost it no push. A lock of this client waiting
+// for a name that another lock of the same client released is woken here
+// instead (released_here).
 //
 // Chosen over keyspace notifications (pub/sub on __keyspace@db__), which
 // need `notify-keyspace-events` set on the server (a CONFIG SET that managed
@@ -60,11 +68,25 @@ void client_base::on_push(std::uint8_t n, const resp_node* nodes, std::size_t co
                 }
             }
         }
-        const lock_state s = l->machine_.state();
-        if (changed && (s == lock_state::retry_wait || s == lock_state::acquiring)) {
-            l->machine_.on_key_changed(now);  // a round to send, or one when this ends
-            ++churn_;
-            pump_events(*l, now);
+        if (changed) {
+            wake(*l, now);
+        }
+    }
+}
+
+void client_base::wake(client_lock& l, instant now) noexcept {
+    const lock_state s = l.machine_.state();
+    if (s == lock_state::retry_wait || s == lock_state::acquiring) {
+        l.machine_.on_key_changed(now);  // a round to send, or one when this ends
+        ++churn_;
+        pump_events(l, now);
+    }
+}
+
+void client_base::released_here(const client_lock& by, instant now) noexcept {
+    for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+        if (l != &by && l->machine_.name() == by.machine_.name()) {
+            wake(*l, now);
         }
     }
 }

@@ -144,9 +144,13 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
 void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     for (client_lock* l = locks_; l != nullptr; l = l->next_) {
-        l->machine_.set_node_set_get(n, c.report.set_nx_get);  // from INFO server
-        l->machine_.set_node_told(n, c.report.tracking);
-        while (!c.fifo.full()) {
+        lock_node_caps caps;
+        caps.set_nx_get = c.report.set_nx_get;  // INFO server
+        caps.told = c.report.tracking;          // CLIENT TRACKING
+        l->machine_.set_node_caps(n, caps);
+        // On a told node an acquire may take two entries (CLIENT CACHING first).
+        const std::size_t entries = caps.told ? 2 : 1;
+        while (c.fifo.size() + entries <= c.fifo.capacity) {
             // Fill the buffer to the brim: a request that does not fit is
             // left with its machine (nothing written) until the buffer has
             // gone out. An empty buffer always holds one (lock_max_request).
@@ -159,6 +163,11 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
                 break;
             }
             c.tx_size += t.size;
+            for (std::uint8_t i = 0; i < t.preceding; ++i) {
+                detail::in_flight skip;  // CLIENT CACHING yes: its +OK is not read
+                skip.to = reply_to::discard;
+                push_in_flight(n, skip, now);
+            }
             detail::in_flight f;
             f.lock = l;
             f.tag = t.tag;

@@ -34,6 +34,12 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
         }
         case lock_event_kind::renew_failed:
             break;
+        case lock_event_kind::released:
+            l.timers_.stop(client_lock::timer::renew);
+            if (ev.nodes > 0) {
+                released_here(l, now);
+            }
+            break;
         default:
             l.timers_.stop(client_lock::timer::renew);
             break;

@@ -52,7 +52,7 @@ void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noe
     }
 }
 
-lock_errc lock::set_node_set_get(std::uint8_t node, bool speaks) noexcept {
+lock_errc lock::set_node_caps(std::uint8_t node, lock_node_caps caps) noexcept {
     if (state_ == lock_state::unconfigured) {
         return lock_errc::not_configured;
     }
@@ -60,7 +60,9 @@ lock_errc lock::set_node_set_get(std::uint8_t node, bool speaks) noexcept {
         return lock_errc::bad_node;
     }
     slot& s = slots_[node];
-    s.flags = static_cast<std::uint16_t>(speaks ? s.flags | slot_set_get : s.flags & ~slot_set_get);
+    s.flags = static_cast<std::uint16_t>((s.flags & ~(slot_set_get | slot_told)) |
+                                         (caps.set_nx_get ? slot_set_get : 0) |
+                                         (caps.told ? slot_told : 0));
     return lock_errc::ok;
 }
 
@@ -73,18 +75,6 @@ lock_errc lock::on_key_changed(instant now) noexcept {
     } else if (state_ == lock_state::acquiring) {
         woken_ = true;
     }
-    return lock_errc::ok;
-}
-
-lock_errc lock::set_node_told(std::uint8_t node, bool told) noexcept {
-    if (state_ == lock_state::unconfigured) {
-        return lock_errc::not_configured;
-    }
-    if (node >= node_count_) {
-        return lock_errc::bad_node;
-    }
-    slot& s = slots_[node];
-    s.flags = static_cast<std::uint16_t>(told ? s.flags | slot_told : s.flags & ~slot_told);
     return lock_errc::ok;
 }
 
@@ -393,22 +383,9 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const decimal_arg ttl(static_cast<std::int64_t>(options_.ttl.ms()));
     const decimal_arg fence = decimal_arg::from_unsigned(fence_);
 
-    if (kind == req::acquire && options_.mode == lock_mode::plain && !contended_ &&
-        (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get) {
-        const resp_encoded enc =
-            detail::encode_set_acquire(lock_key, token_view, ttl.view(), buf, capacity);
-        if (enc.error != resp_encode_errc::ok) {
-            out.error = lock_errc::buffer_too_small;
-            out.size = enc.size;
-            return out;
-        }
-        out.size = enc.size;
-        out.tag = (tag_for(kind) & ~((1U << tag_kind_bits) - 1)) | tag_set_acquire;
-        s.send = req::none;
-        s.flags = static_cast<std::uint16_t>(s.flags | slot_in_flight);
-        return out;
-    }
-
+    const bool via_set =
+        kind == req::acquire && options_.mode == lock_mode::plain && !contended_ &&
+        (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get;
     const lock_script* script = &script_release;
     str_view keys[2] = {lock_key, counter_key};
     str_view args[2] = {token_view, ttl.view()};
@@ -453,15 +430,30 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     case req::none:
         return out;
     }
-    const resp_encoded enc =
-        detail::encode_script_call(*script, eval, keys, key_count, args, arg_count, buf, capacity);
-    if (enc.error != resp_encode_errc::ok) {
+    // A told node tracks only what follows CLIENT CACHING yes (OPTIN): the
+    // key an acquire script reads when it finds it busy. The request goes
+    // first, behind room for that prefix, so nothing is written unless both fit.
+    const str_view caching[] = {"CLIENT", "CACHING", "yes"};
+    const bool prefixed = kind == req::acquire && !via_set && (s.flags & slot_told) != 0;
+    const std::size_t at = prefixed ? resp_command_size(caching, 3) : 0;
+    const std::size_t room = capacity > at ? capacity - at : 0;
+    resp_encoded enc =
+        via_set ? detail::encode_set_acquire(lock_key, token_view, ttl.view(), buf + at, room)
+                : detail::encode_script_call(*script, eval, keys, key_count, args, arg_count,
+                                             buf + at, room);
+    if (enc.error != resp_encode_errc::ok || capacity < at) {
         out.error = lock_errc::buffer_too_small;
-        out.size = enc.size;
+        out.size = at + enc.size;
         return out;
     }
-    out.size = enc.size;
-    out.tag = tag_for(kind);
+    resp_encoded pre;
+    if (prefixed) {
+        pre = resp_encode_command(buf, at, caching, 3);
+    }
+    out.preceding = pre.size > 0 ? 1 : 0;
+    out.size = pre.size + enc.size;
+    out.tag =
+        via_set ? (tag_for(kind) & ~((1U << tag_kind_bits) - 1)) | tag_set_acquire : tag_for(kind);
     if (cleanup) {
         s.flags = static_cast<std::uint16_t>((s.flags & ~slot_cleanup) | slot_cleanup_out);
     } else {

@@ -105,8 +105,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Which nodes the driver says take SET NX PX GET (the one-command acquire).
     const std::uint8_t speaks = in.byte();
     for (std::uint8_t n = 0; n < nodes; ++n) {
-        (void)l.set_node_set_get(n, (speaks >> (n % 8) & 1) != 0);
-        (void)l.set_node_told(n, (speaks >> ((n + 4) % 8) & 1) != 0);
+        edgelock::lock_node_caps caps;
+        caps.set_nx_get = (speaks >> (n % 8) & 1) != 0;
+        caps.told = (speaks >> ((n + 4) % 8) & 1) != 0;
+        (void)l.set_node_caps(n, caps);
     }
     fifo fifos[edgelock::lock_max_nodes];
     edgelock::instant now{1000000};

@@ -223,3 +223,31 @@ TEST_CASE("notify: RESP2, or notify off, is not told", "[integration][notify]") 
     CHECK(denied.node(0).state == node_state::ready);
     CHECK_FALSE(denied.node(0).tracking);
 }
+
+TEST_CASE("notify: a lock of the same client is woken by its neighbour's release",
+          "[integration][notify]") {
+    // The server does not tell a connection of its own writes (NOLOOP); the
+    // client tells its own locks.
+    redis_server srv;
+    const url_list urls({redis_url(srv)});
+    client<1> c;
+    configure(c, urls, resp3());
+    client_lock first;
+    client_lock second;
+    REQUIRE(first.attach(c, "notify-neighbour", waiting_options(), no_watchdog()) ==
+            client_errc::ok);
+    REQUIRE(second.attach(c, "notify-neighbour", waiting_options(), no_watchdog()) ==
+            client_errc::ok);
+    must_acquire(first);
+    REQUIRE(second.start_acquire(1000, duration::seconds(6)) == client_errc::ok);
+    REQUIRE(c.run_for(duration::millis(100)) == client_errc::ok);
+    REQUIRE_FALSE(second.held());  // busy, waiting
+    const instant t0 = port::now();
+    must_release(first);
+    while (!second.held() && ms_since(t0) < told_bound_ms * 2) {
+        REQUIRE(c.run_for(duration::millis(10)) == client_errc::ok);
+    }
+    CHECK(second.held());
+    CHECK(ms_since(t0) < told_bound_ms);
+    must_release(second);
+}

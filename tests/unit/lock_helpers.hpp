@@ -24,6 +24,18 @@ inline edgelock::lock_options lock_test_options(
     return o;
 }
 
+// Node capabilities as a driver would set them.
+inline edgelock::lock_node_caps speaks_set(bool yes) {
+    edgelock::lock_node_caps c;
+    c.set_nx_get = yes;
+    return c;
+}
+inline edgelock::lock_node_caps told_caps() {
+    edgelock::lock_node_caps c;
+    c.told = true;
+    return c;
+}
+
 struct sent {
     std::string bytes;
     std::uint32_t tag = 0;

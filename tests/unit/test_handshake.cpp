@@ -331,7 +331,7 @@ TEST_CASE("handshake: RESP3 asks for key tracking, and a refusal fails nothing",
         const std::vector<request> sent = drain(h);
         REQUIRE(sent.size() == 5 + edgelock::lock_scripts_count);
         CHECK(joined(sent.at(3)) == "INFO server");
-        CHECK(joined(sent.at(4)) == "CLIENT TRACKING ON");
+        CHECK(joined(sent.at(4)) == "CLIENT TRACKING ON OPTIN NOLOOP");
         CHECK(sent.at(4).id == handshake::tracking);
         edgelock::detail::node_report report;
         for (const request& q : sent) {

@@ -4,6 +4,7 @@
 // cleanup, one that did not answer is.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <string>
 
 #include "edgelock/lock.hpp"
@@ -20,7 +21,9 @@ using edgelock::lock_state;
 using edgelock_test::counter_random;
 using edgelock_test::reply;
 using edgelock_test::sent;
+using edgelock_test::speaks_set;
 using edgelock_test::take;
+using edgelock_test::told_caps;
 
 namespace {
 
@@ -142,14 +145,14 @@ TEST_CASE("notify: told, a waiter polls only as a fallback", "[lock][notify]") {
         CHECK(w.l.next_deadline() == t0 + duration::millis(1) + duration::seconds(1));
     }
     SECTION("told: the holder's ttl plus the retry delay") {
-        REQUIRE(w.l.set_node_told(0, true) == lock_errc::ok);
+        REQUIRE(w.l.set_node_caps(0, told_caps()) == lock_errc::ok);
         REQUIRE(w.l.acquire(t0) == lock_errc::ok);
         reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(1));  // 800 ms left
         CHECK(w.l.next_deadline() ==
               t0 + duration::millis(1) + duration::millis(800) + duration::seconds(1));
     }
     SECTION("told, a holder beyond the wait: one last try a node_timeout before its end") {
-        REQUIRE(w.l.set_node_told(0, true) == lock_errc::ok);
+        REQUIRE(w.l.set_node_caps(0, told_caps()) == lock_errc::ok);
         REQUIRE(w.l.acquire(t0) == lock_errc::ok);
         reply(w.l, 0, take(w.l, 0).tag, "*2\r\n:0\r\n:60000\r\n", t0 + duration::millis(1));
         const instant last =
@@ -162,10 +165,65 @@ TEST_CASE("notify: told, a waiter polls only as a fallback", "[lock][notify]") {
         CHECK(ev.kind == lock_event_kind::busy);  // within the wait
     }
     SECTION("told, the ttl unknown: the retry delay") {
-        REQUIRE(w.l.set_node_told(0, true) == lock_errc::ok);
+        REQUIRE(w.l.set_node_caps(0, told_caps()) == lock_errc::ok);
         REQUIRE(w.l.acquire(t0) == lock_errc::ok);
         reply(w.l, 0, take(w.l, 0).tag, "*2\r\n:0\r\n:-1\r\n", t0 + duration::millis(1));
         CHECK(w.l.next_deadline() == t0 + duration::millis(1) + duration::seconds(1));
     }
-    CHECK(w.l.set_node_told(1, true) == lock_errc::bad_node);
+    CHECK(w.l.set_node_caps(1, told_caps()) == lock_errc::bad_node);
+}
+
+TEST_CASE("notify: on a told node only an acquire script asks to be tracked", "[lock][notify]") {
+    waiter w;
+    edgelock::lock_node_caps caps = told_caps();
+    const std::string caching = "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nyes\r\n";
+    SECTION("the acquire script: CLIENT CACHING yes first, its reply to be dropped") {
+        REQUIRE(w.l.set_node_caps(0, caps) == lock_errc::ok);
+        REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+        char buf[edgelock::lock_max_request];
+        const edgelock::lock_transmit t = w.l.poll_transmit(0, buf, sizeof buf);
+        REQUIRE(t.error == lock_errc::ok);
+        CHECK(t.preceding == 1);
+        const std::string bytes(buf, t.size);
+        CHECK(bytes.rfind(caching, 0) == 0);
+        CHECK(bytes.find("EVALSHA", caching.size()) == caching.size() + 8);  // after *5 $7
+        reply(w.l, 0, t.tag, won_reply, t0 + duration::millis(1));
+        REQUIRE(w.l.release(t0 + duration::millis(2)) == lock_errc::ok);
+        char rel[edgelock::lock_max_request];
+        const edgelock::lock_transmit r = w.l.poll_transmit(0, rel, sizeof rel);
+        CHECK(r.preceding == 0);  // a release is not tracked
+        CHECK(std::string(rel, r.size).find("CACHING") == std::string::npos);
+    }
+    SECTION("the SET acquire: not read-only, nothing to track") {
+        caps.set_nx_get = true;
+        REQUIRE(w.l.set_node_caps(0, caps) == lock_errc::ok);
+        REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+        char buf[edgelock::lock_max_request];
+        const edgelock::lock_transmit t = w.l.poll_transmit(0, buf, sizeof buf);
+        CHECK(t.preceding == 0);
+        CHECK(std::string(buf, t.size).rfind("*7\r\n$3\r\nSET\r\n", 0) == 0);
+    }
+    SECTION("a buffer too small for both writes nothing and says what both need") {
+        REQUIRE(w.l.set_node_caps(0, caps) == lock_errc::ok);
+        REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+        char big[edgelock::lock_max_request];
+        edgelock::lock twin;
+        counter_random rnd;
+        edgelock::lock_options o = edgelock_test::lock_test_options();
+        REQUIRE(twin.configure("jobs", 1, o, rnd.source()) == lock_errc::ok);
+        REQUIRE(twin.acquire(t0) == lock_errc::ok);
+        const std::size_t alone = twin.poll_transmit(0, big, sizeof big).size;
+        for (std::size_t cap : {std::size_t{10}, caching.size(), caching.size() + alone - 1}) {
+            char small[edgelock::lock_max_request];
+            std::memset(small, 0x5a, sizeof small);
+            const edgelock::lock_transmit t = w.l.poll_transmit(0, small, cap);
+            CHECK(t.error == lock_errc::buffer_too_small);
+            CHECK(t.size == caching.size() + alone);
+            CHECK(small[0] == 0x5a);
+            CHECK(small[caching.size()] == 0x5a);
+        }
+        const edgelock::lock_transmit t = w.l.poll_transmit(0, big, caching.size() + alone);
+        CHECK(t.error == lock_errc::ok);
+        CHECK(t.size == caching.size() + alone);
+    }
 }

@@ -24,7 +24,9 @@ using edgelock::lock_state;
 using edgelock_test::counter_random;
 using edgelock_test::reply;
 using edgelock_test::sent;
+using edgelock_test::speaks_set;
 using edgelock_test::take;
+using edgelock_test::told_caps;
 
 namespace {
 
@@ -60,7 +62,7 @@ struct one_node {
         o.max_tries = tries;
         o.retry_min = o.retry_max = duration::millis(10);
         REQUIRE(l.configure("jobs", 1, o, rnd.source()) == lock_errc::ok);
-        REQUIRE(l.set_node_set_get(0, speaks) == lock_errc::ok);
+        REQUIRE(l.set_node_caps(0, speaks_set(speaks)) == lock_errc::ok);
         REQUIRE(l.acquire(t0) == lock_errc::ok);
     }
 };
@@ -110,7 +112,7 @@ TEST_CASE("set acquire: scripts where the node does not speak it or the mode nee
     }
     SECTION("a bad node index changes nothing") {
         one_node n;
-        CHECK(n.l.set_node_set_get(1, false) == lock_errc::bad_node);
+        CHECK(n.l.set_node_caps(1, speaks_set(false)) == lock_errc::bad_node);
         CHECK(take(n.l, 0).bytes == set_request(n.l));
     }
 }
@@ -191,7 +193,7 @@ TEST_CASE("set acquire: a syntax error (Redis < 7) means scripts from then on", 
     reply(n.l, 0, rel.tag, ":1\r\n", t0 + duration::millis(4));
     CHECK(next_event(n.l).kind == lock_event_kind::released);
     // The driver still says the node speaks it; the node said otherwise.
-    REQUIRE(n.l.set_node_set_get(0, true) == lock_errc::ok);
+    REQUIRE(n.l.set_node_caps(0, speaks_set(true)) == lock_errc::ok);
     REQUIRE(n.l.acquire(t0 + duration::millis(5)) == lock_errc::ok);
     CHECK(is_script(take(n.l, 0), edgelock::script_acquire));
 }
@@ -277,9 +279,9 @@ TEST_CASE("set acquire: Redlock, one SET per node, each answer on its own", "[lo
     edgelock::lock l;
     REQUIRE(l.configure("jobs", 3, edgelock_test::lock_test_options(), rnd.source()) ==
             lock_errc::ok);
-    REQUIRE(l.set_node_set_get(0, true) == lock_errc::ok);
-    REQUIRE(l.set_node_set_get(1, false) == lock_errc::ok);
-    REQUIRE(l.set_node_set_get(2, true) == lock_errc::ok);
+    REQUIRE(l.set_node_caps(0, speaks_set(true)) == lock_errc::ok);
+    REQUIRE(l.set_node_caps(1, speaks_set(false)) == lock_errc::ok);
+    REQUIRE(l.set_node_caps(2, speaks_set(true)) == lock_errc::ok);
     REQUIRE(l.acquire(t0) == lock_errc::ok);
     const sent a = take(l, 0);
     const sent b = take(l, 1);
