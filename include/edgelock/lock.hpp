@@ -382,6 +382,9 @@ private:
     void decide(instant now) noexcept;
     void finish_acquire_round(instant now) noexcept;
     void finish_fence_round(instant now) noexcept;
+    // The round `won_round` won: held until the validity deadline, or failed
+    // as expired when the round took all of it.
+    void become_held(std::uint32_t won_round, instant now) noexcept;
     void finish_renew_round(instant now) noexcept;
     void fail_acquisition(lock_failure reason, instant now) noexcept;
     void start_renew_round(instant now) noexcept;

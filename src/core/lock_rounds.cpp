@@ -110,6 +110,15 @@ void lock::finish_acquire_round(instant now) noexcept {
         round_deadline_ = earliest(round_deadline_, v);
         return;
     }
+    become_held(round_, now);
+}
+
+void lock::finish_fence_round(instant now) noexcept {
+    close_round();
+    become_held(round_ - 1, now);  // late acquire replies of round 1 belong to this hold
+}
+
+void lock::become_held(std::uint32_t won_round, instant now) noexcept {
     const instant v = redlock_validity_deadline(
         t0_, options_.ttl, redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed));
     if (v <= now) {
@@ -117,32 +126,13 @@ void lock::finish_acquire_round(instant now) noexcept {
         return;
     }
     validity_ = v;
-    held_round_ = round_;
+    held_round_ = won_round;
     state_ = lock_state::held;
     lock_event ev;
     ev.kind = lock_event_kind::acquired;
     ev.validity_deadline = v;
     ev.fence = fence_;
     ev.holds = holds_;
-    push_event(ev);
-}
-
-void lock::finish_fence_round(instant now) noexcept {
-    close_round();
-    const instant v = redlock_validity_deadline(
-        t0_, options_.ttl, redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed));
-    if (v <= now) {
-        fail_acquisition(lock_failure::expired, now);
-        return;
-    }
-    validity_ = v;
-    // Late acquire replies of round 1 belong to this hold.
-    held_round_ = round_ - 1;
-    state_ = lock_state::held;
-    lock_event ev;
-    ev.kind = lock_event_kind::acquired;
-    ev.validity_deadline = v;
-    ev.fence = fence_;
     push_event(ev);
 }
 

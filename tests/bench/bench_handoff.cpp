@@ -95,13 +95,10 @@ struct shared_state {
     record records[max_records];
 };
 
-// Calls of one command so far, from INFO commandstats ("cmdstat_evalsha:calls=12,...").
+// Calls of one command so far (see edgelock_test::command_calls).
 long long command_calls(std::uint16_t port, const std::string& command) {
     edgelock_test::redis_client admin(port);
-    const std::string text = admin.command({"INFO", "commandstats"}).text;
-    const std::string key = "cmdstat_" + command + ":calls=";
-    const std::size_t at = text.find(key);
-    return at == std::string::npos ? 0 : std::atoll(text.c_str() + at + key.size());
+    return edgelock_test::command_calls(admin, command);
 }
 
 // How the participants take the lock.

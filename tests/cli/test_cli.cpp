@@ -283,10 +283,7 @@ TEST_CASE("cli: run -w is told of the release, and does not poll", "[cli][notify
     CHECK(lock_exists(admin, key) == 0);
     // SET (busy), the acquire script (busy: it registers the waiter), the
     // acquire script after the push, and the release.
-    const std::string stats = admin.command({"INFO", "commandstats"}).text;
-    const std::size_t at = stats.find("cmdstat_evalsha:calls=");
-    REQUIRE(at != std::string::npos);
-    CHECK(std::stoi(stats.substr(at + sizeof "cmdstat_evalsha:calls=" - 1)) == 3);
+    CHECK(edgelock_test::command_calls(admin, "evalsha") == 3);
 }
 
 TEST_CASE("cli: a signal while waiting for the lock ends the wait, no command run", "[cli]") {

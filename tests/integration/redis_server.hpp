@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -102,5 +103,15 @@ private:
     std::vector<char> buf_;
     std::size_t start_ = 0;
 };
+
+// How many times the server ran `command` ("set", "evalsha",
+// "client|caching") since its start or CONFIG RESETSTAT, from INFO
+// commandstats; commands run by scripts count too. 0 when it never did.
+inline long long command_calls(redis_client& c, const std::string& command) {
+    const std::string text = c.command({"INFO", "commandstats"}).text;
+    const std::string field = "cmdstat_" + command + ":calls=";
+    const std::size_t at = text.find(field);
+    return at == std::string::npos ? 0 : std::atoll(text.c_str() + at + field.size());
+}
 
 }  // namespace edgelock_test

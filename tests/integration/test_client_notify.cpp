@@ -51,11 +51,8 @@ lock_options waiting_options() {
     return o;
 }
 
-int calls(redis_client& admin, const std::string& command) {
-    const std::string text = admin.command({"INFO", "commandstats"}).text;
-    const std::string field = "cmdstat_" + command + ":calls=";
-    const std::size_t at = text.find(field);
-    return at == std::string::npos ? 0 : std::stoi(text.substr(at + field.size()));
+long long calls(redis_client& admin, const std::string& command) {
+    return edgelock_test::command_calls(admin, command);
 }
 
 // Runs `action` on its own thread after `after_ms`, joined on destruction.

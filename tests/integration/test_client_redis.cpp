@@ -343,12 +343,8 @@ TEST_CASE("client: on Redis 7 a plain acquire is one SET, busy or not", "[integr
     REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
     INFO(what(c.node(0)));
     REQUIRE(str(c.node(0).redis_version).rfind("7.", 0) == 0);  // Debian's redis-server
-    // The calls of one command since the reset, from INFO commandstats.
     const auto calls = [&](const std::string& command) {
-        const std::string text = admin.command({"INFO", "commandstats"}).text;
-        const std::string field = "cmdstat_" + command + ":calls=";
-        const std::size_t at = text.find(field);
-        return at == std::string::npos ? 0 : std::stoi(text.substr(at + field.size()));
+        return edgelock_test::command_calls(admin, command);
     };
     REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
 
