@@ -36,44 +36,7 @@
 #error "build with -DEDGELOCK_FAKE_REDIS_PATH=\"/path/to/fake_redis\""
 #endif
 
-using edgelock_test::agent;
-using edgelock_test::agent_run;
-using edgelock_test::clip;
-using edgelock_test::contains;
-using edgelock_test::exit_conflict;
-using edgelock_test::exit_lost;
-using edgelock_test::exit_unavailable;
-using edgelock_test::exit_usage;
-using edgelock_test::fake_redis;
-using edgelock_test::file_exists;
-using edgelock_test::key_of;
-using edgelock_test::lock_exists;
-using edgelock_test::loopback_listener;
-using edgelock_test::mono_s;
-using edgelock_test::node_list;
-using edgelock_test::one_line;
-using edgelock_test::positive;
-using edgelock_test::read_file;
-using edgelock_test::redis_client;
-using edgelock_test::redis_server;
-using edgelock_test::redis_url;
-using edgelock_test::run_result;
-using edgelock_test::show;
-using edgelock_test::sleep_ms;
-using edgelock_test::temp_dir;
-using edgelock_test::wait_for;
-using edgelock_test::wall_s;
-using edgelock_test::write_file;
-
-using edgelock_test::check_not_acquired;
-using edgelock_test::fake_redis_modes;
-using edgelock_test::is_token;
-using edgelock_test::lines_of;
-using edgelock_test::lock_pttl;
-using edgelock_test::lock_value;
-using edgelock_test::lower;
-using edgelock_test::strings;
-using edgelock_test::valid_token;
+using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
 
 // --- run --------------------------------------------------------------------
 

@@ -21,18 +21,7 @@
 #include "integration/redis_server.hpp"
 
 using namespace edgelock;
-using edgelock_test::configure;
-using edgelock_test::hex;
-using edgelock_test::key_of;
-using edgelock_test::ms_since;
-using edgelock_test::must_acquire;
-using edgelock_test::must_release;
-using edgelock_test::no_watchdog;
-using edgelock_test::redis_client;
-using edgelock_test::redis_server;
-using edgelock_test::redis_url;
-using edgelock_test::url_list;
-using edgelock_test::what;
+using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
 
 namespace {
 

@@ -17,26 +17,7 @@
 #include "tools/clock.hpp"
 
 using namespace edgelock;
-using edgelock_test::command_reply;
-using edgelock_test::configure;
-using edgelock_test::connection_id;
-using edgelock_test::cpu_s;
-using edgelock_test::hex;
-using edgelock_test::key_of;
-using edgelock_test::ms_since;
-using edgelock_test::must_acquire;
-using edgelock_test::must_command;
-using edgelock_test::must_release;
-using edgelock_test::no_watchdog;
-using edgelock_test::options;
-using edgelock_test::recorder;
-using edgelock_test::redis_client;
-using edgelock_test::redis_server;
-using edgelock_test::redis_url;
-using edgelock_test::sleep_ms;
-using edgelock_test::str;
-using edgelock_test::url_list;
-using edgelock_test::what;
+using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
 
 namespace {
 
