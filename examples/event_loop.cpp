@@ -66,10 +66,12 @@ int sync_epoll(int ep, edgelock::client_base& c, int* registered, int count) {
     for (int i = 0; i < count; ++i) {
         epoll_ctl(ep, EPOLL_CTL_DEL, registered[i], nullptr);
     }
-    edgelock::port::wait_entry want[edgelock::lock_max_nodes];
-    const std::size_t n = c.wanted(want, edgelock::lock_max_nodes);
+    // Two fds per node at most (c.fd_capacity()): a RESP2 node's waiters
+    // are told through a second connection.
+    edgelock::port::wait_entry want[2 * edgelock::lock_max_nodes];
+    const std::size_t n = c.wanted(want, 2 * edgelock::lock_max_nodes);
     int k = 0;
-    for (std::size_t i = 0; i < n && i < edgelock::lock_max_nodes; ++i) {
+    for (std::size_t i = 0; i < n && i < 2 * edgelock::lock_max_nodes; ++i) {
         epoll_event ev{};
         ev.events = ((want[i].want & edgelock::port::want_read) ? EPOLLIN : 0u) |
                     ((want[i].want & edgelock::port::want_write) ? EPOLLOUT : 0u);
@@ -139,7 +141,7 @@ int main(int argc, char** argv) {
                        edgelock::duration::seconds(static_cast<std::uint64_t>(seconds)));
     edgelock::instant stop_at = edgelock::instant::never();
     bool releasing = false;
-    int registered[edgelock::lock_max_nodes];
+    int registered[2 * edgelock::lock_max_nodes];
     int nregistered = 0;
 
     while (!state.finished) {

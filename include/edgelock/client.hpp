@@ -24,12 +24,11 @@
 //   }
 //
 // Event-loop use (a daemon that owns its loop): register the fds from
-// c.wanted(), sleep until c.next_deadline(), then call c.on_ready(fd, events)
-// or c.on_timeout(); start operations with job.start_acquire() and friends and
-// learn their outcome from the lock's callback. A started operation goes out
-// at the client's next call (next_deadline() is then now), so starting many
-// locks in a row costs one pass over them, not one each. The set of fds
-// changes when connections are made or dropped: ask wanted() and
+// c.wanted() (up to c.fd_capacity(), two per node), sleep until c.next_deadline(), then call
+// c.on_ready(fd, events) or c.on_timeout(); start operations with job.start_acquire() and friends
+// and learn their outcome from the lock's callback. A started operation goes out at the client's
+// next call (next_deadline() is then now), so starting many locks in a row costs one pass over
+// them, not one each. The set of fds changes when connections are made or dropped: ask wanted() and
 // next_deadline() again after every call (and re-register: a closed fd's
 // number can come back for a new connection).
 //
@@ -40,10 +39,12 @@
 //
 // Connections: set up on first use and after a failure, with an exponential
 // backoff between attempts. Set-up pipelines AUTH (or HELLO 3 AUTH), SELECT,
-// CLIENT SETNAME, INFO replication, INFO memory and SCRIPT LOAD of the lock
-// scripts. A node whose set-up failed reports why through node(i): connection
-// refused, wrong password, a replica (a lock needs a master), ... A master
-// that may evict lock keys is used, with node(i).warning set. An error reply
+// CLIENT SETNAME, INFO replication, INFO memory, INFO server, CLIENT TRACKING
+// (RESP3) and SCRIPT LOAD of the lock scripts. A RESP2 node with notify also
+// gets a second connection, subscribed to the server's invalidations (see
+// client_options::notify), so a client has up to two fds per node. A node whose set-up failed
+// reports why through node(i): connection refused, wrong password, a replica (a lock needs a
+// master), ... A master that may evict lock keys is used, with node(i).warning set. An error reply
 // to a lock request (READONLY, OOM, NOPERM, ...) counts as that node's "no"
 // and shows in node(i) with the server's text, the connection kept.
 // Host names are resolved on every connect, by the system resolver, which
@@ -91,11 +92,18 @@ struct client_options {
     // then push on the lock connection (see notify). A server without HELLO
     // is spoken to in RESP2 (node(i).resp2). false: RESP2 everywhere.
     bool resp3 = true;
-    // With resp3: ask each node to push changes of the keys this connection
-    // read (CLIENT TRACKING ON), so a lock waiting for a busy key (its acquire
-    // reads it) tries again the moment the key is deleted, expires, is
-    // flushed or written, by anyone. A node that refuses it is not failed:
-    // its waiters poll (lock_options' retry delay), as they do over RESP2.
+    // Ask each node (Redis >= 6) to tell of changes to the keys this
+    // connection read (CLIENT TRACKING ON), so a lock waiting for a busy key
+    // (its acquire reads it) tries again the moment the key is deleted,
+    // expires, is flushed or written, by anyone. Over RESP3 the server pushes
+    // on the lock connection. Over RESP2 it cannot, so the client keeps a
+    // second connection to the node, subscribed to __redis__:invalidate, and
+    // redirects the tracking there; while that one is down (made again after
+    // a backoff) the node's waiters poll, and once it is back they all try
+    // once, for what was missed. Over TLS that connection needs a session of
+    // its own: a tls_mbedtls<2 * N> for a client<N>. A node that refuses
+    // tracking or the subscription is not failed: its waiters poll
+    // (lock_options' retry delay). node(i).tracking says which.
     bool notify = true;
     // CLIENT SETNAME (or HELLO's SETNAME); empty sends none. Letters, digits
     // and "-_.:" only, at most 64.
@@ -120,10 +128,11 @@ namespace detail {
 
 // Whom a reply in flight answers.
 enum class reply_to : std::uint8_t {
-    lock,     // a lock's request: `lock` and its `tag`
-    setup,    // a set-up request: `tag` is the handshake's request
-    command,  // the reply to command()
-    discard,  // a reply whose lock was detached, or a command given up
+    lock,      // a lock's request: `lock` and its `tag`
+    setup,     // a set-up request: `tag` is the handshake's request
+    command,   // the reply to command()
+    discard,   // a reply whose lock was detached, or a command given up
+    tracking,  // CLIENT TRACKING ON REDIRECT to the node's subscription
 };
 
 struct in_flight {
@@ -137,6 +146,33 @@ enum class connection_timer : std::uint8_t {
     connect,  // connect plus set-up must be done by then
     backoff,  // no new attempt before then
     stall,    // the oldest request in flight has waited stall_timeout by then
+};
+
+// A RESP2 node's second connection, subscribed to __redis__:invalidate, to
+// which the lock connection's CLIENT TRACKING redirects (subscription.cpp).
+enum class sub_phase : std::uint8_t {
+    off,         // not wanted (RESP3, notify off, an old server) or not begun
+    connecting,  // the socket, or the transport's handshake, is under way
+    setup,       // [AUTH], CLIENT ID and SUBSCRIBE are out
+    listening,   // subscribed: `id` is what the lock connection redirects to
+    backoff,     // failed: again at `due`
+    refused,     // the server said no: not again while the lock connection lasts
+};
+
+struct subscription {
+    int fd = -1;
+    sub_phase phase = sub_phase::off;
+    bool opening = false;          // connecting: the transport's open() is not done
+    bool subscribed = false;       // SUBSCRIBE confirmed
+    std::uint8_t replies_due = 0;  // of the set-up
+    std::uint8_t failures = 0;     // consecutive, for the backoff
+    unsigned attempt = 0;          // which resolved address to try
+    std::uint16_t sent = 0;        // bytes of the set-up sent
+    std::uint16_t setup_size = 0;  // and its whole size (0: not written yet)
+    std::int64_t id = 0;           // CLIENT ID; 0: not known yet
+    instant due;                   // connecting, setup: the deadline; backoff: its end
+    std::size_t rx_size = 0;
+    char rx[EDGELOCK_CLIENT_SUB_BUFFER];
 };
 
 struct connection {
@@ -157,6 +193,8 @@ struct connection {
     resp_decoder decoder;  // resumes a reply split across reads
     node_report report;
     reply_fifo<in_flight, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
+    subscription sub;                                      // RESP2 waiters are told through it
+    bool redirect_due = false;  // CLIENT TRACKING ... REDIRECT sub.id is still to send
     char rx[EDGELOCK_CLIENT_RX_BUFFER];
     char tx[EDGELOCK_CLIENT_TX_BUFFER];
 };
@@ -208,8 +246,11 @@ public:
     // --- event-loop API ---
     // Fills up to `capacity` entries with the fds to watch and the readiness
     // wanted (port::want_read / want_write); returns how many there are (may
-    // exceed capacity: pass node_count() entries and it never does).
+    // exceed capacity: pass fd_capacity() entries and it never does).
     std::size_t wanted(port::wait_entry* out, std::size_t capacity) const noexcept;
+    // Two fds per node at most: the lock connection and, on a RESP2 node
+    // with notify, its subscription.
+    std::size_t fd_capacity() const noexcept { return 2u * node_count_; }
     // When the client must be called next: on_timeout() at this instant.
     instant next_deadline() const noexcept;
     // The fd is ready (port::want_read / want_write / ready_error bits). With
@@ -259,6 +300,9 @@ private:
     // A failed send, recv or open: the transport's own reason when it has one
     // (a certificate, an alert), else the socket's.
     void fail_io(std::uint8_t n, const port::net_result& r, instant now) noexcept;
+    // When to try again after `failures` consecutive failures (counted up
+    // here): doubling from reconnect_min to reconnect_max, jittered.
+    instant backoff_until(std::uint8_t& failures, instant now) noexcept;
     // Requests out and replies in (pipeline.cpp).
     bool push_in_flight(std::uint8_t n, const detail::in_flight& f, instant now) noexcept;
     void queue_setup(std::uint8_t n, instant now) noexcept;
@@ -273,6 +317,30 @@ private:
     // waiting for its keys; anything else is ignored. nodes == nullptr: a
     // push too large to read, taken as "every key changed".
     void on_push(std::uint8_t n, const resp_node* nodes, std::size_t count, instant now) noexcept;
+    // The subscription of a RESP2 node (subscription.cpp).
+    bool sub_wanted(std::uint8_t n) const noexcept;
+    std::uint8_t sub_index(std::uint8_t n) const noexcept;
+    void sub_service(std::uint8_t n, instant now) noexcept;
+    void sub_connect(std::uint8_t n, instant now) noexcept;
+    void sub_open(std::uint8_t n, port::net_result r, instant now) noexcept;
+    void sub_send(std::uint8_t n, instant now) noexcept;
+    void sub_ready(std::uint8_t n, std::uint8_t events, instant now) noexcept;
+    void sub_read(std::uint8_t n, instant now) noexcept;
+    void sub_message(std::uint8_t n, const resp_node* nodes, std::size_t count,
+                     instant now) noexcept;
+    // Closes it; `refused`: for good (until the lock connection is made
+    // again), else again after a backoff.
+    void sub_close(std::uint8_t n, bool refused, instant now) noexcept;
+    // Closes its socket, if open, and forgets it; the phase stays.
+    void sub_shut(std::uint8_t n) noexcept;
+    void tracking_reply(std::uint8_t n, std::uint32_t id, const resp_node* nodes, std::size_t count,
+                        instant now) noexcept;
+    // Writes the lock connection's redirect to its subscription when due;
+    // false when it waits for room.
+    bool queue_redirect(std::uint8_t n, instant now) noexcept;
+    // Tells every waiting lock its key may have changed (notifications may
+    // have been lost).
+    void wake_all(instant now) noexcept;
     // `by` deleted its key: the locks of this client waiting for the same
     // name are told here, as the server does not tell us of our own writes.
     void released_here(const client_lock& by, instant now) noexcept;

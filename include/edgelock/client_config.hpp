@@ -31,6 +31,14 @@
 #define EDGELOCK_CLIENT_MESSAGE 96
 #endif
 
+// Bytes of received data a RESP2 node's subscription buffers: one
+// invalidation message, which names a lock key.
+#ifndef EDGELOCK_CLIENT_SUB_BUFFER
+#define EDGELOCK_CLIENT_SUB_BUFFER 512
+#endif
+
+static_assert(EDGELOCK_CLIENT_SUB_BUFFER >= EDGELOCK_LOCK_MAX_NAME + 128,
+              "EDGELOCK_CLIENT_SUB_BUFFER must hold a message naming the longest lock key");
 static_assert(EDGELOCK_CLIENT_TX_BUFFER >=
                   1024 + 2 * (EDGELOCK_LOCK_MAX_NAME + 16) + EDGELOCK_LOCK_MAX_OWNER,
               "EDGELOCK_CLIENT_TX_BUFFER must hold the longest request (lock_max_request)");

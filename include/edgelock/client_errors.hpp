@@ -121,8 +121,11 @@ struct node_info {
     node_warning warning = node_warning::none;
     str_view maxmemory_policy;  // as INFO memory gave it (truncated), or empty: unknown
     str_view redis_version;     // as INFO server gave it (truncated), or empty: unknown
-    // The node pushes changes of the keys its waiters wait for (RESP3 and
-    // CLIENT TRACKING accepted: client_options::notify); false: they poll.
+    // The node tells of changes to the keys its waiters wait for
+    // (client_options::notify, CLIENT TRACKING accepted): pushed on the lock
+    // connection over RESP3, published to the node's subscription over RESP2.
+    // false: they poll (notify off, Redis before 6, refused, or a RESP2
+    // subscription down and being made again).
     bool tracking = false;
     // client_options::resp3 was asked for, but the server has no HELLO: RESP2.
     bool resp2 = false;

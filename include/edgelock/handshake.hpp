@@ -49,9 +49,10 @@ struct node_report {
     node_warning warning = node_warning::none;
     std::uint8_t policy_size = 0;
     std::uint8_t version_size = 0;
-    bool set_nx_get = false;  // INFO server: the node takes SET NX PX GET
-    bool tracking = false;    // CLIENT TRACKING ON was accepted: waiters are told
-    bool resp2 = false;       // RESP3 was asked for, the server has no HELLO
+    bool set_nx_get = false;   // INFO server: the node takes SET NX PX GET
+    bool tracking = false;     // tracking accepted (RESP3, or redirected): waiters are told
+    bool resp2 = false;        // RESP3 was asked for, the server has no HELLO
+    bool tracks_keys = false;  // INFO server: Redis 6 or later, CLIENT TRACKING is there
     std::size_t message_size = 0;
     char message[EDGELOCK_CLIENT_MESSAGE];
     char policy[node_policy_capacity];
@@ -121,5 +122,18 @@ private:
     bool resp2_ = false;         // HELLO is unknown here: RESP2 from now on
     bool setname_late_ = false;  // RESP2 after HELLO: CLIENT SETNAME still to send
 };
+
+// The set-up of a node's subscription connection, which tells RESP2 waiters
+// (see src/client/subscription.cpp): [AUTH], CLIENT ID and SUBSCRIBE
+// __redis__:invalidate, written into buf together. Returns their size (0: no
+// room) and, in `replies`, how many replies are due.
+std::size_t subscription_setup(char* buf, std::size_t capacity, const node_address& address,
+                               const client_options& options, std::uint8_t& replies) noexcept;
+
+// The channel the server publishes invalidations on for a RESP2 connection
+// that others' tracking redirects to.
+constexpr str_view invalidation_channel() noexcept {
+    return str_view("__redis__:invalidate", 20);
+}
 
 }  // namespace edgelock

@@ -61,6 +61,10 @@ bool server_may_evict(const server_info& info) noexcept;
 // False when it is older, missing or not a version.
 bool server_takes_set_nx_get(const server_info& info) noexcept;
 
+// True when redis_version says 6 or later: CLIENT TRACKING (with REDIRECT
+// for a RESP2 connection) is there. False when older, missing or not a version.
+bool server_tracks_keys(const server_info& info) noexcept;
+
 // The text of a decoded INFO reply: a bulk string, or a RESP3 verbatim string
 // (whose text the decoder gives without its "txt:" prefix). Empty for any
 // other reply, errors included.

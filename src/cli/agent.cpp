@@ -26,7 +26,9 @@ namespace {
 
 std::vector<str_view> urls;  // views of opt.nodes, which outlive the client
 #ifdef EDGELOCK_CLI_TLS
-tls_mbedtls<lock_max_nodes> tls;  // a session per node, for rediss:// (or --tls)
+// Two sessions per node, for rediss:// (or --tls): the lock connection and,
+// on a node without HELLO, the subscription that tells waiters.
+tls_mbedtls<2 * lock_max_nodes> tls;
 #endif
 
 }  // namespace
@@ -50,8 +52,8 @@ std::string text(str_view v) {
 // --- the loop -------------------------------------------------------------------------------
 
 bool turn(instant until, bool watch_signals, bool& signalled) {
-    port::wait_entry e[lock_max_nodes + 1];
-    std::size_t n = driver.wanted(e, lock_max_nodes);
+    port::wait_entry e[2 * lock_max_nodes + 1];  // the client's fd_capacity() and the signals'
+    std::size_t n = driver.wanted(e, 2 * lock_max_nodes);
     const std::size_t client_entries = n;
     if (watch_signals) {
         e[n].fd = signal_fd();

@@ -10,6 +10,8 @@
 namespace edgelock {
 namespace detail {
 
+constexpr unsigned max_addresses = 8;  // of one host name, tried in turn
+
 inline node_error from_net(port::net_status s) {
     switch (s) {
     case port::net_status::refused:

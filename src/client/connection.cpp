@@ -11,8 +11,6 @@ using namespace detail;
 
 namespace {
 
-constexpr unsigned max_addresses = 8;  // of one host name, tried in turn
-
 // An error that says what the server told us keeps its message.
 bool keeps_message(node_error why) {
     return why == node_error::auth_failed || why == node_error::select_failed ||
@@ -50,6 +48,10 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
     c.decoder.reset();
     c.timers.stop(connection_timer::connect);
     c.timers.stop(connection_timer::stall);
+    // The subscription serves this connection's tracking, which ends here.
+    sub_shut(n);
+    c.sub.phase = sub_phase::off;
+    c.sub.failures = 0;
     for (std::size_t i = 0; i < c.fifo.size(); ++i) {
         if (c.fifo[i].to == reply_to::command && command_fn_ != nullptr) {
             const reply_callback fn = command_fn_;
@@ -85,9 +87,14 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
         c.report.message_size = 0;
     }
     drop(n, now);
+    c.state = node_state::backoff;
+    c.timers.set(connection_timer::backoff, backoff_until(c.failures, now));
+}
+
+instant client_base::backoff_until(std::uint8_t& failures, instant now) noexcept {
     // Exponential backoff with jitter in [delay/2, delay].
     std::uint64_t delay = options_.reconnect_min.us;
-    for (std::uint8_t i = 0; i < c.failures && delay < options_.reconnect_max.us; ++i) {
+    for (std::uint8_t i = 0; i < failures && delay < options_.reconnect_max.us; ++i) {
         delay *= 2;
     }
     if (delay > options_.reconnect_max.us) {
@@ -97,11 +104,10 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
     if (!random_between(random_, delay / 2, delay, jittered)) {
         jittered = delay;
     }
-    if (c.failures < 255) {
-        ++c.failures;
+    if (failures < 255) {
+        ++failures;
     }
-    c.state = node_state::backoff;
-    c.timers.set(connection_timer::backoff, now + duration::micros(jittered));
+    return now + duration::micros(jittered);
 }
 
 void client_base::start_connect(std::uint8_t n, instant now) noexcept {
@@ -213,6 +219,7 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.report.set_nx_get = false;
     c.report.tracking = false;
     c.report.resp2 = false;
+    c.report.tracks_keys = false;
     c.setup.start(c.address, options_);
     queue_setup(n, now);
 }

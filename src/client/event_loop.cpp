@@ -29,6 +29,26 @@ std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) con
         }
         ++count;
     }
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        const detail::subscription& s = conns_[n].sub;
+        if (s.fd < 0) {
+            continue;
+        }
+        if (count < capacity) {
+            port::wait_entry& e = out[count];
+            e.fd = s.fd;
+            e.ready = 0;
+            if (s.phase == sub_phase::connecting) {
+                e.want = s.opening ? transport_->wants(sub_index(n))
+                                   : static_cast<std::uint8_t>(port::want_write);
+            } else {
+                const bool unsent = s.phase == sub_phase::setup && s.sent < s.setup_size;
+                e.want =
+                    static_cast<std::uint8_t>(port::want_read | (unsent ? port::want_write : 0));
+            }
+        }
+        ++count;
+    }
     return count;
 }
 
@@ -55,6 +75,11 @@ instant client_base::next_deadline() const noexcept {
         } else if (c.state == node_state::ready && !c.fifo.empty()) {
             next = earliest(next, c.timers.get(connection_timer::stall));
         }
+        const sub_phase p = c.sub.phase;
+        if (p == sub_phase::connecting || p == sub_phase::setup ||
+            ((p == sub_phase::backoff || p == sub_phase::off) && sub_wanted(n))) {
+            next = earliest(next, p == sub_phase::off ? instant{0} : c.sub.due);
+        }
     }
     return next;
 }
@@ -80,6 +105,12 @@ void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcep
             transmit(n, now);
         }
         return;
+    }
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        if (conns_[n].sub.fd == fd && fd >= 0) {
+            sub_ready(n, events, now);
+            return;
+        }
     }
 }
 

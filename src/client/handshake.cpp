@@ -246,7 +246,10 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
         // with the server's reason); without INFO nothing is known, and
         // nothing said; without tracking, waiters poll.
     } else if (request == tracking) {
-        report.tracking = true;  // the keys this connection reads are tracked
+        // The keys this connection reads are tracked. When HELLO, pipelined
+        // ahead of it, was refused, the server has no way to tell a RESP2
+        // connection: its subscription redirects the tracking later.
+        report.tracking = speaks_resp3();
     } else if (reply_optional(request)) {
         // No text (an oversized reply that was skipped, or not a string):
         // nothing is known.
@@ -277,12 +280,47 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
             report.version_size = static_cast<std::uint8_t>(
                 copy_text(report.version, sizeof report.version, info.redis_version));
             report.set_nx_get = server_takes_set_nx_get(info);
+            report.tracks_keys = server_tracks_keys(info);
         }
     }
     if (next_ == request_end && replies_due_ == 0 && !setname_late_) {
         status_ = handshake_status::ready;
     }
     return status_;
+}
+
+std::size_t subscription_setup(char* buf, std::size_t capacity, const node_address& address,
+                               const client_options& options, std::uint8_t& replies) noexcept {
+    const credentials secret(address, options);
+    std::size_t size = 0;
+    replies = 0;
+    if (secret.present()) {
+        str_view auth[3] = {"AUTH"};
+        std::size_t argc = 1;
+        if (!secret.user().empty()) {
+            auth[argc++] = secret.user();
+        }
+        auth[argc++] = secret.password();
+        const resp_encoded e = resp_encode_command(buf, capacity, auth, argc);
+        if (e.error != resp_encode_errc::ok) {
+            return 0;
+        }
+        size += e.size;
+        ++replies;
+    }
+    const str_view id[] = {"CLIENT", "ID"};
+    const str_view subscribe[] = {"SUBSCRIBE", invalidation_channel()};
+    const resp_encoded a = resp_encode_command(buf + size, capacity - size, id, 2);
+    if (a.error != resp_encode_errc::ok) {
+        return 0;
+    }
+    size += a.size;
+    const resp_encoded b = resp_encode_command(buf + size, capacity - size, subscribe, 2);
+    if (b.error != resp_encode_errc::ok) {
+        return 0;
+    }
+    replies = static_cast<std::uint8_t>(replies + 2);
+    return size + b.size;
 }
 
 }  // namespace edgelock

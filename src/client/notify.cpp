@@ -1,4 +1,5 @@
-// Waiters told of their key's release: RESP3 pushes from CLIENT TRACKING.
+// Waiters told of their key's release: RESP3 pushes from CLIENT TRACKING
+// (over RESP2, the same, published to a subscription: subscription.cpp).
 //
 // Tracking is switched on at set-up in OPTIN mode: the server remembers the
 // keys read by a command that follows CLIENT CACHING yes, the keys read
@@ -29,18 +30,33 @@ namespace edgelock {
 
 namespace {
 
-// The keys of an invalidation push, or false when `nodes` is not one. A
-// null key list (a flush) gives keys_at == count.
+// The keys of an invalidation, or false when `nodes` is not one: a RESP3
+// push ["invalidate", keys], or the RESP2 message a subscription to the
+// invalidation channel receives, ["message", "__redis__:invalidate", keys]
+// (subscription.cpp). A null key list (a flush) gives keys_at == count.
 bool invalidation(const resp_node* nodes, std::size_t count, std::size_t& keys_at) noexcept {
     const std::size_t top = skip_attributes(nodes, count, 0);
-    if (top + 2 >= count || nodes[top].type != resp_type::push || nodes[top].count != 2) {
+    if (top + 2 >= count) {
         return false;
     }
-    const std::size_t kind = skip_attributes(nodes, count, top + 1);
-    if (kind >= count || !nodes[kind].has_text() || nodes[kind].text != str_view("invalidate")) {
+    const resp_node& t = nodes[top];
+    const bool push = t.type == resp_type::push && t.count == 2;
+    const bool message = t.type == resp_type::array && t.count == 3;
+    if (!push && !message) {
         return false;
     }
-    const std::size_t list = skip_attributes(nodes, count, nodes[kind].end);
+    std::size_t at = skip_attributes(nodes, count, top + 1);
+    if (at >= count || !nodes[at].has_text() ||
+        nodes[at].text != (push ? str_view("invalidate") : str_view("message"))) {
+        return false;
+    }
+    if (message) {
+        at = skip_attributes(nodes, count, nodes[at].end);
+        if (at >= count || !nodes[at].has_text() || nodes[at].text != invalidation_channel()) {
+            return false;
+        }
+    }
+    const std::size_t list = skip_attributes(nodes, count, nodes[at].end);
     if (list >= count) {
         return false;
     }
@@ -80,6 +96,14 @@ void client_base::wake(client_lock& l, instant now) noexcept {
         l.machine_.on_key_changed(now);  // a round to send, or one when this ends
         ++churn_;
         pump_events(l, now);
+    }
+}
+
+void client_base::wake_all(instant now) noexcept {
+    for (client_lock* l = locks_; l != nullptr;) {
+        client_lock* next = l->next_;
+        wake(*l, now);
+        l = next;
     }
 }
 

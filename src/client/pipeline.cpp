@@ -143,6 +143,9 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
 
 void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
+    if (!queue_redirect(n, now)) {
+        return;  // it goes first, once there is room
+    }
     for (client_lock* l = locks_; l != nullptr; l = l->next_) {
         lock_node_caps caps;
         caps.set_nx_get = c.report.set_nx_get;  // INFO server
@@ -281,6 +284,9 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
         progress(c, now, options_.stall_timeout);
         switch (f.to) {
         case reply_to::discard:
+            break;
+        case reply_to::tracking:
+            tracking_reply(n, f.tag, kept ? nodes_ : nullptr, kept ? r.nodes : 0, now);
             break;
         case reply_to::command:
             if (command_fn_ != nullptr) {

@@ -232,6 +232,10 @@ void client_base::service(instant now) noexcept {
                 fail(n, node_error::stalled, 0, now);
             }
         }
+        // The subscriptions of RESP2 nodes: made, timed out, made again.
+        for (std::uint8_t n = 0; n < node_count_; ++n) {
+            sub_service(n, now);
+        }
         // Connect nodes someone needs.
         for (std::uint8_t n = 0; n < node_count_; ++n) {
             detail::connection& c = conns_[n];

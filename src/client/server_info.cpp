@@ -60,6 +60,17 @@ void read_field(str_view line, server_info& info) {
     }
 }
 
+// redis_version's major number; 0 when it is missing or not a version.
+std::uint64_t major_version(const server_info& info) {
+    const str_view v = info.redis_version;
+    std::size_t dot = 0;
+    while (dot < v.size && v[dot] != '.') {
+        ++dot;
+    }
+    std::uint64_t major = 0;
+    return dot < v.size && parse_decimal(str_view(v.data, dot), major) ? major : 0;
+}
+
 }  // namespace
 
 server_info parse_server_info(str_view text) noexcept {
@@ -90,13 +101,11 @@ bool server_may_evict(const server_info& info) noexcept {
 }
 
 bool server_takes_set_nx_get(const server_info& info) noexcept {
-    const str_view v = info.redis_version;
-    std::size_t dot = 0;
-    while (dot < v.size && v[dot] != '.') {
-        ++dot;
-    }
-    std::uint64_t major = 0;
-    return dot < v.size && parse_decimal(str_view(v.data, dot), major) && major >= 7;
+    return major_version(info) >= 7;
+}
+
+bool server_tracks_keys(const server_info& info) noexcept {
+    return major_version(info) >= 6;
 }
 
 str_view server_info_text(const resp_node* nodes, std::size_t count) noexcept {

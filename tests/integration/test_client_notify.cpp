@@ -1,7 +1,7 @@
 // Waiters told of the release by the server (RESP3 CLIENT TRACKING) against
 // real redis-server processes: the key deleted by our release, by another
-// client, by expiry and by a flush; under Redlock; and a RESP2 client, which
-// is not told and polls.
+// client, by expiry and by a flush; under Redlock; with notify off, not told.
+// RESP2 clients are told over a subscription: test_client_notify_resp2.cpp.
 //
 // The waiters' retry delay is 3 s, so a waiter that acquires well within it
 // was told; the bound (1.5 s) is a sanity bound, several times what a run
@@ -183,15 +183,10 @@ TEST_CASE("notify: under Redlock any node's word wakes the waiter", "[integratio
     must_release(l);
 }
 
-TEST_CASE("notify: RESP2, or notify off, is not told", "[integration][notify]") {
+TEST_CASE("notify: notify off, or an ACL without CLIENT TRACKING, is not told",
+          "[integration][notify]") {
     redis_server srv;
     const url_list urls({redis_url(srv)});
-    client_options two;
-    two.resp3 = false;
-    client<1> plain;
-    configure(plain, urls, two);
-    REQUIRE(plain.connect(port::now() + duration::seconds(3)) == 1);
-    CHECK_FALSE(plain.node(0).tracking);
     client_options o = resp3();
     o.notify = false;
     client<1> quiet;

@@ -54,8 +54,8 @@ public:
             edgelock::instant deadline = until;
             for (edgelock::client_base* c : clients_) {
                 const std::size_t first = entries.size();
-                entries.resize(first + c->node_count());
-                const std::size_t k = c->wanted(entries.data() + first, c->node_count());
+                entries.resize(first + c->fd_capacity());
+                const std::size_t k = c->wanted(entries.data() + first, c->fd_capacity());
                 entries.resize(first + k);
                 ranges.emplace_back(first, k);
                 deadline = edgelock::earliest(deadline, c->next_deadline());

@@ -404,6 +404,30 @@ TEST_CASE("handshake: a server without HELLO is spoken to in RESP2", "[handshake
         CHECK(report.error == node_error::none);
         CHECK_FALSE(report.tracking);
     }
+    SECTION("HELLO renamed away on Redis 6 or later: tracking on, but never told here") {
+        const node_address a = parse("redis://10.0.0.1");
+        handshake h;
+        h.start(a, o);
+        std::vector<request> sent = drain(h);
+        edgelock::detail::node_report report;
+        CHECK(reply(h, sent.at(0).id, no_hello, report) == handshake_status::pending);
+        sent.erase(sent.begin());
+        const std::vector<request> late = drain(h);
+        sent.insert(sent.end(), late.begin(), late.end());
+        handshake_status s = handshake_status::pending;
+        bool asked = false;
+        for (const request& q : sent) {
+            asked = asked || q.id == handshake::tracking;  // pipelined behind HELLO
+            s = reply(h, q.id, good_reply(q), report);
+        }
+        CHECK(asked);
+        CHECK(s == handshake_status::ready);
+        // A RESP2 connection is told only through a redirect: its
+        // subscription's job, not the handshake's.
+        CHECK_FALSE(report.tracking);
+        CHECK(report.resp2);
+        CHECK(report.tracks_keys);
+    }
     SECTION("a password: nothing goes until HELLO is answered, then AUTH") {
         const node_address a = parse("redis://:pw@10.0.0.1");
         handshake h;
@@ -441,5 +465,63 @@ TEST_CASE("handshake: a server without HELLO is spoken to in RESP2", "[handshake
         REQUIRE(rest.size() == 4 + edgelock::lock_scripts_count);
         CHECK(joined(rest.at(0)) == "INFO replication");
         CHECK_FALSE(report.resp2);
+    }
+}
+
+TEST_CASE("handshake: a subscription's set-up", "[handshake]") {
+    struct setup_case {
+        const char* url;
+        const char* user;      // client_options.username, or nullptr
+        const char* password;  // client_options.password, or nullptr
+        std::vector<std::string> want;
+    };
+    const setup_case cases[] = {
+        {"redis://10.0.0.1", nullptr, nullptr, {"CLIENT ID", "SUBSCRIBE __redis__:invalidate"}},
+        {"redis://:pw@10.0.0.1/3",
+         nullptr,
+         nullptr,
+         {"AUTH pw", "CLIENT ID", "SUBSCRIBE __redis__:invalidate"}},
+        {"redis://alice:pw@10.0.0.1",
+         nullptr,
+         nullptr,
+         {"AUTH alice pw", "CLIENT ID", "SUBSCRIBE __redis__:invalidate"}},
+        {"redis://10.0.0.1",
+         "bob",
+         "secret",
+         {"AUTH bob secret", "CLIENT ID", "SUBSCRIBE __redis__:invalidate"}},
+    };
+    for (const setup_case& c : cases) {
+        INFO(c.url);
+        const node_address a = parse(c.url);
+        client_options o;
+        if (c.user != nullptr) {
+            o.username = c.user;
+        }
+        if (c.password != nullptr) {
+            o.password = c.password;
+        }
+        char buf[512];
+        std::uint8_t replies = 0;
+        const std::size_t size = edgelock::subscription_setup(buf, sizeof buf, a, o, replies);
+        REQUIRE(size > 0);
+        CHECK(replies == c.want.size());
+        std::vector<std::string> got;
+        for (std::size_t at = 0; at < size;) {
+            resp_node nodes[8];
+            const edgelock::resp_result r =
+                edgelock::resp_decode_whole(buf + at, size - at, nodes, 8);
+            REQUIRE(r.status == edgelock::resp_status::complete);
+            request q;
+            for (std::size_t i = 1; i < r.nodes; ++i) {
+                q.args.emplace_back(nodes[i].text.data, nodes[i].text.size);
+            }
+            got.push_back(joined(q));
+            at += r.size;
+        }
+        CHECK(got == c.want);
+        // No room: nothing, never a part.
+        for (std::size_t cap = 0; cap < size; ++cap) {
+            CHECK(edgelock::subscription_setup(buf, cap, a, o, replies) == 0);
+        }
     }
 }

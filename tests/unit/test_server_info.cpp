@@ -306,27 +306,30 @@ TEST_CASE("server info: the text of an INFO reply", "[server_info]") {
     CHECK(server_info_text(none, 0).empty());
 }
 
-TEST_CASE("server info: the version decides the one-command acquire", "[server_info]") {
+TEST_CASE("server info: the version decides the one-command acquire and tracking",
+          "[server_info]") {
     struct version_case {
         const char* text;
         const char* version;
         bool set_nx_get;
+        bool tracks_keys;  // CLIENT TRACKING: Redis 6 and later
     };
     const version_case cases[] = {
         // The head of redis-server 7.0.15's `INFO server`.
         {"# Server\r\nredis_version:7.0.15\r\nredis_git_sha1:00000000\r\nredis_mode:standalone\r\n",
-         "7.0.15", true},
-        {"redis_version:7.2.4\r\nvalkey_version:8.0.1\r\nserver_name:valkey\r\n", "7.2.4", true},
-        {"redis_version:10.0.0\r\n", "10.0.0", true},
-        {"redis_version:6.2.14\r\n", "6.2.14", false},
-        {"redis_version:5.0.7\r\n", "5.0.7", false},
-        {"redis_version:7\r\n", "7", false},          // no dot: not a version
-        {"redis_version:x.0.0\r\n", "x.0.0", false},  // not a number
-        {"redis_version:.7.0\r\n", ".7.0", false},    // no major
-        {"redis_version:99999999999999999999.0\r\n", "99999999999999999999.0", false},
-        {"redis_version:7.0.15", "", false},  // cut off: not read
-        {"# Server\r\nredis_mode:standalone\r\n", "", false},
-        {"", "", false},
+         "7.0.15", true, true},
+        {"redis_version:7.2.4\r\nvalkey_version:8.0.1\r\nserver_name:valkey\r\n", "7.2.4", true,
+         true},
+        {"redis_version:10.0.0\r\n", "10.0.0", true, true},
+        {"redis_version:6.2.14\r\n", "6.2.14", false, true},
+        {"redis_version:5.0.7\r\n", "5.0.7", false, false},
+        {"redis_version:7\r\n", "7", false, false},          // no dot: not a version
+        {"redis_version:x.0.0\r\n", "x.0.0", false, false},  // not a number
+        {"redis_version:.7.0\r\n", ".7.0", false, false},    // no major
+        {"redis_version:99999999999999999999.0\r\n", "99999999999999999999.0", false, false},
+        {"redis_version:7.0.15", "", false, false},  // cut off: not read
+        {"# Server\r\nredis_mode:standalone\r\n", "", false, false},
+        {"", "", false, false},
     };
     for (const version_case& c : cases) {
         INFO(c.text);
@@ -334,5 +337,6 @@ TEST_CASE("server info: the version decides the one-command acquire", "[server_i
         const server_info got = parse(c.text, keep);
         CHECK(str(got.redis_version) == c.version);
         CHECK(edgelock::server_takes_set_nx_get(got) == c.set_nx_get);
+        CHECK(edgelock::server_tracks_keys(got) == c.tracks_keys);
     }
 }

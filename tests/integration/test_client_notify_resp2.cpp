@@ -1,0 +1,287 @@
+// Waiters told over RESP2 against real redis-server processes: a node spoken
+// to in RESP2 (client_options::resp3 false, or a server without HELLO) gets a
+// second connection subscribed to __redis__:invalidate, and the lock
+// connection's tracking is redirected to it. The key deleted, expired or
+// flushed wakes the waiter; a subscription killed meanwhile is made again and
+// what it missed is not lost; a server that refuses a part of it keeps the
+// node, which polls, without reconnecting in a loop; notify off makes none.
+//
+// As in test_client_notify.cpp, the waiters' retry delay is 3 s, so a waiter
+// that acquires well within it was told.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "edgelock/client.hpp"
+#include "edgelock/port.hpp"
+#include "integration/client_helpers.hpp"
+#include "integration/redis_server.hpp"
+
+using namespace edgelock;
+using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
+
+namespace {
+
+constexpr double told_bound_ms = 1500;  // the retry delay is 3000 ms
+
+client_options resp2() {
+    client_options o;
+    o.resp3 = false;
+    return o;
+}
+
+lock_options waiting_options() {
+    lock_options o = edgelock_test::options(5000, 200);
+    o.retry_min = duration::millis(3000);
+    o.retry_max = duration::millis(3000);
+    return o;
+}
+
+// Runs `action` on its own thread after `after_ms`, joined on destruction.
+struct later {
+    std::thread t;
+    later(int after_ms, std::function<void()> action)
+        : t([after_ms, action] {
+              std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+              action();
+          }) {}
+    ~later() { t.join(); }
+};
+
+// Runs the client until node 0 is told of keys, or 3 s pass.
+bool until_tracking(client_base& c) {
+    const instant t0 = port::now();
+    while (!c.node(0).tracking && ms_since(t0) < 3000) {
+        REQUIRE(c.run_for(duration::millis(10)) == client_errc::ok);
+    }
+    return c.node(0).tracking;
+}
+
+// The "field=value" of `field` in a CLIENT LIST line, or "".
+std::string client_field(const std::string& line, const std::string& field) {
+    const std::size_t at = line.find(" " + field + "=");
+    if (at == std::string::npos) {
+        return "";
+    }
+    const std::size_t from = at + field.size() + 2;
+    return line.substr(from, line.find(' ', from) - from);
+}
+
+// The CLIENT LIST lines of the server, one per connection.
+std::vector<std::string> client_lines(redis_client& admin, const std::string& type = "") {
+    std::vector<std::string> args{"CLIENT", "LIST"};
+    if (!type.empty()) {
+        args.insert(args.end(), {"TYPE", type});
+    }
+    const std::string text = admin.command(args).text;
+    std::vector<std::string> lines;
+    std::size_t from = 0;
+    while (from < text.size()) {
+        std::size_t end = text.find('\n', from);
+        if (end == std::string::npos) {
+            end = text.size();
+        }
+        if (end > from) {
+            lines.push_back(" " + text.substr(from, end - from));
+        }
+        from = end + 1;
+    }
+    return lines;
+}
+
+// The ids of the server's pubsub connections.
+std::vector<long long> pubsub_ids(redis_client& admin) {
+    std::vector<long long> ids;
+    for (const std::string& line : client_lines(admin, "pubsub")) {
+        ids.push_back(std::atoll(client_field(line, "id").c_str()));
+    }
+    return ids;
+}
+
+long long server_stat(redis_client& admin, const std::string& field) {
+    const std::string text = admin.command({"INFO", "stats"}).text;
+    const std::size_t at = text.find(field + ":");
+    return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + field.size() + 1);
+}
+
+// A waiter of `l` acquires once the other client's hold of the key ends by
+// `act` 150 ms in (nothing: it expires), within the told bound and without a
+// poll.
+void told_when_gone(redis_server& srv, client_lock& l, const std::vector<std::string>& hold,
+                    const std::vector<std::string>& act) {
+    redis_client admin(srv.port());
+    REQUIRE(admin.command(hold).text == "OK");
+    REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
+    const instant t0 = port::now();
+    op_result r;
+    {
+        redis_client actor(srv.port());
+        const later go(150, [&] {
+            if (!act.empty()) {
+                actor.command(act);
+            }
+        });
+        r = l.acquire(duration::seconds(6));
+    }
+    INFO(what(r));
+    REQUIRE(r.event.kind == lock_event_kind::acquired);
+    CHECK(ms_since(t0) < told_bound_ms);
+    CHECK(admin.command({"GET", hold.at(1)}).text == hex(l.token()));
+    // The SET that found the key taken, the script that registered the
+    // waiter, the one attempt it was told to make: no polls.
+    CHECK(command_calls(admin, "evalsha") == 2);
+    must_release(l);
+}
+
+}  // namespace
+
+TEST_CASE("notify resp2: a waiter is told over a subscription", "[integration][notify]") {
+    // resp3 off by option, and a server without HELLO, which falls back.
+    const bool by_option[] = {true, false};
+    for (const bool option : by_option) {
+        INFO((option ? "resp3 = false" : "HELLO renamed away"));
+        redis_server srv(option ? std::vector<std::string>{}
+                                : std::vector<std::string>{"--rename-command", "HELLO", ""});
+        const char* name = "notify-resp2";
+        const url_list urls({redis_url(srv)});
+        client<1> c;
+        configure(c, urls, option ? resp2() : client_options{});
+        client_lock l;
+        REQUIRE(l.attach(c, name, waiting_options(), no_watchdog()) == client_errc::ok);
+        REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+        INFO(what(c.node(0)));
+        CHECK(c.node(0).resp2 == !option);  // fell back from RESP3
+        REQUIRE(until_tracking(c));
+
+        // The lock connection's invalidations go to the subscription.
+        redis_client admin(srv.port());
+        const std::vector<long long> subs = pubsub_ids(admin);
+        REQUIRE(subs.size() == 1);
+        const std::string lock_id = std::to_string(connection_id(c, 0));
+        bool redirected = false;
+        for (const std::string& line : client_lines(admin)) {
+            if (client_field(line, "id") == lock_id) {
+                INFO(line);
+                CHECK(client_field(line, "redir") == std::to_string(subs[0]));
+                CHECK(client_field(line, "flags").find('t') != std::string::npos);
+                redirected = true;
+            }
+        }
+        CHECK(redirected);
+
+        const std::string key = key_of(name);
+        INFO("deleted");
+        told_when_gone(srv, l, {"SET", key, "other", "PX", "10000"}, {"DEL", key});
+        INFO("expired");
+        told_when_gone(srv, l, {"SET", key, "other", "PX", "300"}, {});
+        INFO("flushed");
+        told_when_gone(srv, l, {"SET", key, "other", "PX", "10000"}, {"FLUSHALL"});
+    }
+}
+
+TEST_CASE("notify resp2: what a killed subscription missed is not lost", "[integration][notify]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const char* name = "notify-resp2-killed";
+    const url_list urls({redis_url(srv)});
+    client<1> c;
+    configure(c, urls, resp2());
+    client_lock l;
+    REQUIRE(l.attach(c, name, waiting_options(), no_watchdog()) == client_errc::ok);
+    REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+    REQUIRE(until_tracking(c));
+    const std::vector<long long> before = pubsub_ids(admin);
+    REQUIRE(before.size() == 1);
+    const long long lock_id = connection_id(c, 0);
+
+    REQUIRE(admin.command({"SET", key_of(name), "other", "PX", "10000"}).text == "OK");
+    const instant t0 = port::now();
+    op_result r;
+    {
+        // The subscription goes, and the key with it before the client can
+        // have subscribed again: the server had no one to tell.
+        redis_client actor(srv.port());
+        const later go(150, [&] {
+            actor.command({"CLIENT", "KILL", "TYPE", "pubsub"});
+            actor.command({"DEL", key_of(name)});
+        });
+        r = l.acquire(duration::seconds(6));
+    }
+    INFO(what(r));
+    REQUIRE(r.event.kind == lock_event_kind::acquired);
+    CHECK(ms_since(t0) < told_bound_ms);
+    CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
+    must_release(l);
+
+    // A new subscription, the lock connection kept and redirected to it.
+    REQUIRE(until_tracking(c));
+    const std::vector<long long> after = pubsub_ids(admin);
+    REQUIRE(after.size() == 1);
+    CHECK(after[0] != before[0]);
+    CHECK(connection_id(c, 0) == lock_id);
+    told_when_gone(srv, l, {"SET", key_of(name), "other", "PX", "10000"}, {"DEL", key_of(name)});
+}
+
+TEST_CASE("notify resp2: a server that refuses a part of it keeps the node",
+          "[integration][notify]") {
+    struct refusal {
+        const char* what;
+        const char* rule;
+    };
+    const refusal cases[] = {
+        {"no SUBSCRIBE", "-subscribe"},
+        {"no CLIENT TRACKING", "-client|tracking"},
+        {"no CLIENT ID", "-client|id"},
+    };
+    for (const refusal& k : cases) {
+        INFO(k.what);
+        redis_server srv({"--user", "default", "on", "nopass", "~*", "&*", "+@all", k.rule});
+        redis_client admin(srv.port());
+        const url_list urls({redis_url(srv)});
+        client<1> c;
+        configure(c, urls, resp2());
+        client_lock l;
+        REQUIRE(l.attach(c, "notify-resp2-refused", lock_options{}, no_watchdog()) ==
+                client_errc::ok);
+        REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+        REQUIRE(c.run_for(duration::millis(200)) == client_errc::ok);
+        const long long connections = server_stat(admin, "total_connections_received");
+        // Asked once, then left alone: no new connection a backoff.
+        REQUIRE(c.run_for(duration::millis(1000)) == client_errc::ok);
+        INFO(what(c.node(0)));
+        CHECK(c.node(0).state == node_state::ready);
+        CHECK_FALSE(c.node(0).tracking);
+        CHECK(server_stat(admin, "total_connections_received") == connections);
+        CHECK(client_lines(admin).size() == 2);  // the lock connection and admin's
+        // And the lock works, by polling.
+        must_acquire(l);
+        must_release(l);
+    }
+}
+
+TEST_CASE("notify resp2: notify off, or RESP3, makes no subscription", "[integration][notify]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const url_list urls({redis_url(srv)});
+    client_options off = resp2();
+    off.notify = false;
+    client<1> quiet;
+    configure(quiet, urls, off);
+    REQUIRE(quiet.connect(port::now() + duration::seconds(3)) == 1);
+    client_options three;
+    three.resp3 = true;
+    client<1> pushed;
+    configure(pushed, urls, three);
+    REQUIRE(pushed.connect(port::now() + duration::seconds(3)) == 1);
+    REQUIRE(quiet.run_for(duration::millis(300)) == client_errc::ok);
+    REQUIRE(pushed.run_for(duration::millis(300)) == client_errc::ok);
+    CHECK_FALSE(quiet.node(0).tracking);
+    CHECK(pushed.node(0).tracking);  // on its own connection
+    CHECK(pubsub_ids(admin).empty());
+    CHECK(client_lines(admin).size() == 3);  // quiet, pushed and admin
+}
