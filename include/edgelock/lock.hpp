@@ -196,8 +196,9 @@ struct lock_options {
     duration drift_fixed = duration::millis(2);
     // 0 picks nodes / 2 + 1; a larger value is allowed, a smaller one is not.
     std::uint8_t quorum = 0;
-    // Acquire rounds before giving up (1 = try once), all within `wait` of the
-    // acquire() call, separated by a random delay in [retry_min, retry_max].
+    // Acquire rounds before giving up (1 = try once), all begun within `wait`
+    // of the acquire() call (the last one may end up to its node_timeout
+    // later), separated by a random delay in [retry_min, retry_max].
     // The same delay spaces renew rounds that failed for want of replies.
     std::uint32_t max_tries = 1;
     duration wait = duration::seconds(10);

@@ -71,12 +71,14 @@ bool random_between(const random_source& source, std::uint64_t low, std::uint64_
         return true;
     }
     const std::uint64_t span = high - low;
-    // Rejection sampling: a plain modulo would favour small delays, and the
-    // point of the random delay is to spread contenders evenly.
-    std::uint64_t mask = span;
-    for (unsigned shift = 1; shift < 64; shift <<= 1) {
-        mask |= mask >> shift;
-    }
+    // One 64-bit draw, reduced modulo span + 1. A plain modulo would favour
+    // small delays (the point of the random delay is to spread contenders
+    // evenly), so draws from the incomplete top block are drawn again: the
+    // block is less than span + 1 of 2^64 values, so that almost never
+    // happens, and one draw (one getrandom) almost always does.
+    constexpr std::uint64_t all_ones = ~std::uint64_t{0};
+    const std::uint64_t n = span + 1;  // 0 when the range is all of 2^64
+    const std::uint64_t top_block = n == 0 ? 0 : (all_ones % n + 1) % n;
     for (int attempt = 0; attempt < 64; ++attempt) {
         std::uint8_t raw[8];
         if (!source(raw, sizeof raw)) {
@@ -86,14 +88,17 @@ bool random_between(const random_source& source, std::uint64_t low, std::uint64_
         for (std::uint8_t b : raw) {
             v = (v << 8) | b;
         }
-        v &= mask;
-        if (v <= span) {
-            out = low + v;
+        if (n == 0) {
+            out = v;
+            return true;
+        }
+        if (v <= all_ones - top_block) {
+            out = low + v % n;
             return true;
         }
     }
-    // Each attempt succeeds with probability > 1/2; 64 misses means the source
-    // is not random at all.
+    // Each attempt succeeds with probability > 1/2 (nearly 1); 64 misses
+    // means the source is not random at all.
     return false;
 }
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <random>
 #include <string>
 
 #include "edgelock/token.hpp"
@@ -68,4 +69,45 @@ TEST_CASE("bad input: a failing random source changes no token and no output", "
     stuck.next = 0;
     REQUIRE(edgelock::random_between(stuck.source(), 10, 14, out));
     CHECK(out == 10);
+}
+
+TEST_CASE("random_between: uniform over the range, one draw almost always", "[token]") {
+    struct counted {
+        std::mt19937_64 gen{42};
+        int draws = 0;
+        static bool fill(void* ctx, void* buf, std::size_t n) {
+            auto* self = static_cast<counted*>(ctx);
+            ++self->draws;
+            auto* p = static_cast<unsigned char*>(buf);
+            for (std::size_t i = 0; i < n; ++i) {
+                p[i] = static_cast<unsigned char>(self->gen());
+            }
+            return true;
+        }
+    } src;
+    const edgelock::random_source source{&counted::fill, &src};
+    // The retry delay's default range, in microseconds.
+    const std::uint64_t low = 50000;
+    const std::uint64_t high = 200000;
+    const int samples = 100000;
+    int buckets[10] = {};
+    for (int i = 0; i < samples; ++i) {
+        std::uint64_t v = 0;
+        REQUIRE(edgelock::random_between(source, low, high, v));
+        REQUIRE(v >= low);
+        REQUIRE(v <= high);
+        ++buckets[(v - low) * 10 / (high - low + 1)];
+    }
+    // One draw (one getrandom) each: the draws spent on rejection are rare.
+    CHECK(src.draws == samples);
+    // 10,000 expected per tenth; a deterministic generator, so no flakes.
+    for (const int b : buckets) {
+        CHECK(b > 9500);
+        CHECK(b < 10500);
+    }
+    // The range ends are reachable.
+    std::uint64_t v = 0;
+    edgelock_test::counter_random zeros{0, 0};
+    REQUIRE(edgelock::random_between(zeros.source(), low, high, v));
+    CHECK(v == low);
 }
