@@ -33,10 +33,11 @@ namespace {
 // The keys of an invalidation, or false when `nodes` is not one: a RESP3
 // push ["invalidate", keys], or the RESP2 message a subscription to the
 // invalidation channel receives, ["message", "__redis__:invalidate", keys]
-// (subscription.cpp). A null key list (a flush) gives keys_at == count.
+// (subscription.cpp). A null key list (a flush), or one that cannot be read,
+// gives keys_at == count.
 bool invalidation(const resp_node* nodes, std::size_t count, std::size_t& keys_at) noexcept {
     const std::size_t top = skip_attributes(nodes, count, 0);
-    if (top + 2 >= count) {
+    if (top + 1 >= count) {
         return false;
     }
     const resp_node& t = nodes[top];
@@ -56,12 +57,11 @@ bool invalidation(const resp_node* nodes, std::size_t count, std::size_t& keys_a
             return false;
         }
     }
+    // A flush says null. A key list that is missing or not a list is taken
+    // as one too: every waiter tries again rather than one missing its key.
     const std::size_t list = skip_attributes(nodes, count, nodes[at].end);
-    if (list >= count) {
-        return false;
-    }
-    keys_at = nodes[list].type == resp_type::null ? count : list;
-    return nodes[list].type == resp_type::null || nodes[list].type == resp_type::array;
+    keys_at = list < count && nodes[list].type == resp_type::array ? list : count;
+    return true;
 }
 
 }  // namespace

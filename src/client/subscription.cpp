@@ -243,6 +243,13 @@ void client_base::sub_message(std::uint8_t n, const resp_node* nodes, std::size_
     }
     const resp_node& t = nodes[top];
     if (s.phase == sub_phase::listening) {
+        if (t.is_error()) {
+            // Nothing was asked: a server in trouble. What it meant to say
+            // is lost, so every waiter tries again, and it is made anew.
+            sub_close(n, false, now);
+            wake_all(now);
+            return;
+        }
         on_push(n, nodes, count, now);  // a published invalidation, or nothing of ours
         return;
     }

@@ -3,8 +3,9 @@
 // second connection subscribed to __redis__:invalidate, and the lock
 // connection's tracking is redirected to it. The key deleted, expired or
 // flushed wakes the waiter; a subscription killed meanwhile is made again and
-// what it missed is not lost; a server that refuses a part of it keeps the
-// node, which polls, without reconnecting in a loop; notify off makes none.
+// what it missed is not lost; garbage on it makes it anew and keeps the lock
+// connection; a server that refuses a part of it keeps the node, which
+// polls, without reconnecting in a loop; notify off makes none.
 //
 // As in test_client_notify.cpp, the waiters' retry delay is 3 s, so a waiter
 // that acquires well within it was told.
@@ -21,6 +22,7 @@
 #include "edgelock/port.hpp"
 #include "integration/client_helpers.hpp"
 #include "integration/redis_server.hpp"
+#include "integration/sub_relay.hpp"
 
 using namespace edgelock;
 using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
@@ -225,6 +227,70 @@ TEST_CASE("notify resp2: what a killed subscription missed is not lost", "[integ
     CHECK(after[0] != before[0]);
     CHECK(connection_id(c, 0) == lock_id);
     told_when_gone(srv, l, {"SET", key_of(name), "other", "PX", "10000"}, {"DEL", key_of(name)});
+}
+
+TEST_CASE("notify resp2: bad bytes on the subscription make it anew, the lock connection kept",
+          "[integration][notify][bad-input]") {
+    redis_server srv;
+    sub_relay relay(srv.port());  // writes bytes of its own to the subscription
+    const char* name = "notify-resp2-bad";
+    const url_list urls({redis_url(relay.port())});
+    client<1> c;
+    configure(c, urls, resp2());
+    client_lock l;
+    REQUIRE(l.attach(c, name, waiting_options(), no_watchdog()) == client_errc::ok);
+    REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+    REQUIRE(until_tracking(c));
+    const long long lock_id = connection_id(c, 0);
+
+    // Not an invalidation: read and let be.
+    relay.inject("*3\r\n$7\r\nmessage\r\n$5\r\nother\r\n$1\r\nx\r\n");
+    REQUIRE(c.run_for(duration::millis(300)) == client_errc::ok);
+    CHECK(c.node(0).tracking);
+    CHECK(relay.accepted() == 2);
+
+    struct bad_case {
+        const char* what;
+        std::string bytes;
+    };
+    const bad_case cases[] = {
+        {"not RESP", "garbage\r\n"},
+        {"longer than the buffer", "$100000\r\n" + std::string(1000, 'x')},
+        {"an error", "-ERR nonsense\r\n"},
+    };
+    int accepted = relay.accepted();
+    for (const bad_case& k : cases) {
+        INFO(k.what);
+        relay.inject(k.bytes);
+        const instant t0 = port::now();
+        while (c.node(0).tracking && ms_since(t0) < 2000) {
+            REQUIRE(c.run_for(duration::millis(5)) == client_errc::ok);
+        }
+        INFO(what(c.node(0)));
+        CHECK_FALSE(c.node(0).tracking);
+        REQUIRE(until_tracking(c));  // made again after the backoff
+        CHECK(relay.accepted() == accepted + 1);
+        accepted = relay.accepted();
+        CHECK(c.node(0).state == node_state::ready);
+        CHECK(connection_id(c, 0) == lock_id);
+    }
+    // And a waiter is still told.
+    told_when_gone(srv, l, {"SET", key_of(name), "other", "PX", "10000"}, {"DEL", key_of(name)});
+
+    // An invalidation whose keys cannot be read wakes every waiter once
+    // (what it said is lost); the subscription stays.
+    redis_client admin(srv.port());
+    REQUIRE(admin.command({"SET", key_of(name), "other", "PX", "10000"}).text == "OK");
+    REQUIRE(l.start_acquire(1000, duration::seconds(6)) == client_errc::ok);
+    REQUIRE(c.run_for(duration::millis(200)) == client_errc::ok);  // busy, registered
+    REQUIRE_FALSE(l.held());
+    REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
+    relay.inject("*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n:1\r\n");
+    REQUIRE(c.run_for(duration::millis(300)) == client_errc::ok);
+    CHECK(command_calls(admin, "evalsha") == 1);  // one attempt, still busy
+    CHECK(c.node(0).tracking);
+    CHECK(relay.accepted() == accepted);
+    CHECK_FALSE(l.held());
 }
 
 TEST_CASE("notify resp2: a server that refuses a part of it keeps the node",
