@@ -1,5 +1,7 @@
 // Handoff under contention: how long a released lock stays free while 8
-// waiters poll for it with the default retry policy.
+// waiters wait for it: polling with the default retry policy, told by the
+// server (RESP3 tracking), through the agent, and a hand-written told peer
+// (handoff_peer.cpp).
 //
 // One redis-server on loopback and 9 participant processes (forked; each
 // makes its own client<1> after the fork and dies with this process). Each
@@ -22,6 +24,7 @@
 // has density P(X > r) / E[X] for X uniform in [retry_min, retry_max]; the
 // handoff is one round trip plus the smallest of 8 residuals), and a
 // simulation of exactly this protocol with the measured round trip and hold.
+// The told waiters are compared with the peer, measured in the same run.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -47,10 +50,12 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "bench/handoff_shared.hpp"
 #include "edgelock/client.hpp"
 #include "edgelock/port.hpp"
 #include "integration/redis_server.hpp"
 #include "tools/clock.hpp"
+#include "tools/lock_key.hpp"
 #include "tools/proc.hpp"
 #include "tools/url.hpp"
 
@@ -70,30 +75,15 @@ constexpr int participants = 9;
 constexpr int waiters = participants - 1;
 constexpr std::size_t handoffs_wanted = 300;
 constexpr std::int64_t collect_limit_ns = 15'000'000'000;
-constexpr std::int64_t hold_ns = 1'000'000;
-constexpr std::size_t max_records = 4096;
 constexpr int ping_count = 1000;
-constexpr const char* lock_name = "handoff";
 
-static_assert(std::atomic<std::uint32_t>::is_always_lock_free,
-              "shared-memory counters must be lock-free");
-
-struct record {
-    std::atomic<std::uint32_t> done;  // 1 once the release has completed
-    std::int32_t who;
-    std::int64_t acquired_at;
-    std::int64_t release_started_at;
-};
-
-// In a MAP_SHARED anonymous mapping, shared by the parent and every participant.
-struct shared_state {
-    std::atomic<std::uint32_t> next;  // records handed out = acquisitions so far
-    std::atomic<std::uint32_t> stop;
-    std::atomic<std::uint32_t> gave_up;  // acquire(wait) calls that ended busy
-    std::atomic<std::uint32_t> error_set;
-    char error[256];
-    record records[max_records];
-};
+using edgelock_handoff::hold_ns;
+using edgelock_handoff::lock_name;
+using edgelock_handoff::max_records;
+using edgelock_handoff::participant_fail;
+using edgelock_handoff::record;
+using edgelock_handoff::shared_state;
+using edgelock_handoff::wait_for_next_holder;
 
 // Calls of one command so far (see edgelock_test::command_calls).
 long long command_calls(std::uint16_t port, const std::string& command) {
@@ -102,20 +92,23 @@ long long command_calls(std::uint16_t port, const std::string& command) {
 }
 
 // How the participants take the lock.
-enum class mode { polling, notified, agent };
+enum class mode { polling, notified, agent, peer };
 
 const char* mode_name(mode m) {
-    return m == mode::polling ? "polling" : (m == mode::notified ? "notified" : "agent");
+    switch (m) {
+    case mode::polling:
+        return "polling";
+    case mode::notified:
+        return "notified";
+    case mode::agent:
+        return "agent";
+    case mode::peer:
+        break;
+    }
+    return "peer";
 }
 
 // --- a participant (child process) -------------------------------------------------
-
-[[noreturn]] void participant_fail(shared_state& s, int who, const std::string& what) {
-    if (s.error_set.exchange(1) == 0) {
-        std::snprintf(s.error, sizeof s.error, "participant %d: %s", who, what.c_str());
-    }
-    ::_exit(2);
-}
 
 // The command an agent runs under the lock: the record of one hold, taken in
 // a shared file, since the agent execs it.
@@ -187,9 +180,7 @@ const char* mode_name(mode m) {
                 break;
             }
         }
-        while (s.next.load() == mine + 1 && s.stop.load() == 0) {
-            sleep_ns(100'000);
-        }
+        wait_for_next_holder(s, mine);
     }
     ::_exit(0);
 #else
@@ -203,7 +194,8 @@ const char* mode_name(mode m) {
     const edgelock::str_view urls[] = {edgelock::str_view(url.data(), url.size())};
     edgelock::client<1> c;
     edgelock::client_options o;
-    o.resp3 = notified;  // RESP3: CLIENT TRACKING tells the waiters; RESP2: they poll
+    o.resp3 = notified;   // RESP3: CLIENT TRACKING pushes on the lock connection
+    o.notify = notified;  // off: nothing tells the waiters, they poll
     if (c.configure(urls, 1, o) != client_errc::ok) {
         participant_fail(s, who, "configure failed");
     }
@@ -243,11 +235,7 @@ const char* mode_name(mode m) {
                                     edgelock::describe(rel.event.kind)));
         }
         rec.done.store(1);
-        // Back in the queue only once someone else holds it: 8 waiters at
-        // every release, and no participant takes the lock straight back.
-        while (s.next.load() == index + 1 && s.stop.load() == 0) {
-            sleep_ns(100'000);
-        }
+        wait_for_next_holder(s, index);
     }
     ::_exit(0);
 }
@@ -261,7 +249,8 @@ public:
     children& operator=(const children&) = delete;
     ~children() { kill_all(); }
 
-    void start(shared_state& s, const std::string& url, mode m, const std::string& file) {
+    void start(shared_state& s, std::uint16_t port, const std::string& url, mode m,
+               const std::string& file) {
         std::fflush(stdout);
         std::fflush(stderr);
         for (int who = 0; who < participants; ++who) {
@@ -273,6 +262,9 @@ public:
             if (pid == 0) {
                 if (m == mode::agent) {
                     agent_participant(s, who, url, file);
+                }
+                if (m == mode::peer) {
+                    edgelock_handoff::peer_participant(s, who, port);
                 }
                 participant(s, who, url, m == mode::notified);
             }
@@ -424,6 +416,7 @@ struct measurement {
     double evalsha = 0;
     double eval = 0;
     double caching = 0;  // CLIENT CACHING yes ahead of an acquire script (told waiters)
+    double get = 0;      // the peer's GET after a SET that found the key held
 };
 
 measurement measure(std::uint16_t port, mode how) {
@@ -442,14 +435,17 @@ measurement measure(std::uint16_t port, mode how) {
     }
     shared_state& s = *static_cast<shared_state*>(mem);
 
+    // A participant of the run before may have been stopped holding the lock.
+    edgelock_test::redis_client(port).command({"DEL", edgelock_test::key_of(lock_name)});
     const long long set_before = command_calls(port, "set");
     const long long evalsha_before = command_calls(port, "evalsha");
     const long long eval_before = command_calls(port, "eval");
     const long long caching_before = command_calls(port, "client|caching");
+    const long long get_before = command_calls(port, "get");
     const std::string url = edgelock_test::redis_url(port);
     children kids;
     const std::int64_t started = mono_ns();
-    kids.start(s, url, how, file);
+    kids.start(s, port, url, how, file);
 
     // Collect until handoffs_wanted + 1 acquisitions have completed, or the time is up.
     std::size_t complete = 0;
@@ -476,6 +472,7 @@ measurement measure(std::uint16_t port, mode how) {
     const long long eval = command_calls(port, "eval") - eval_before;
     const long long set = command_calls(port, "set") - set_before;
     const long long caching = command_calls(port, "client|caching") - caching_before;
+    const long long get = command_calls(port, "get") - get_before;
     std::fprintf(stderr, "%s: %s: %zu acquisitions in %.1f s, %u acquire calls gave up\n", program,
                  mode_name(how), complete, static_cast<double>(elapsed) / 1e9, s.gave_up.load());
     if (complete < 2) {
@@ -525,6 +522,9 @@ measurement measure(std::uint16_t port, mode how) {
     m.evalsha = static_cast<double>(evalsha) / n;
     m.eval = static_cast<double>(eval) / n;
     m.caching = static_cast<double>(caching) / n;
+    // Each release script reads the key once; what is left was sent as GET
+    // (the peer's; edgelock's acquire script reads it as well, not reported).
+    m.get = static_cast<double>(get - evalsha) / n;
     // Every release is an EVALSHA; every other EVALSHA is an acquire script,
     // whose SET NX is counted by cmdstat_set as well.
     const long long scripts = evalsha - static_cast<long long>(acquisitions);
@@ -544,6 +544,7 @@ int run() {
     const measurement polled = measure(port, mode::polling);
     const measurement told = measure(port, mode::notified);
     const measurement agents = measure(port, mode::agent);
+    const measurement peers = measure(port, mode::peer);
     const edgelock_bench::summary& h = polled.handoff;
     const edgelock_bench::summary& hold = polled.hold;
 
@@ -559,15 +560,21 @@ int run() {
         "redis-server: each loops `acquire(5 s)` with the default retry policy (a busy attempt "
         "retries after a delay uniform in [%.0f, %.0f] ms; `acquire(wait)` retries until the "
         "wait ends, whatever `max_tries` says), holds the lock %.0f ms, releases it, and queues "
-        "again once another process holds it, so %d are waiting at every release. Run twice on "
-        "the same server: polling (RESP2: waiters are not told, the handoff is the wait for the "
-        "first retry after the release), then notified (`resp3`: CLIENT TRACKING pushes the "
+        "again once another process holds it, so %d are waiting at every release. Run four times "
+        "on "
+        "the same server: polling (`notify` off: waiters are not told, the handoff is the wait "
+        "for the first retry after the release), then notified (`resp3`: CLIENT TRACKING pushes "
+        "the "
         "release to every waiter, which tries again at once), then through the agent: each "
         "participant loops `edgelock run -q -N URL -w 5s KEY -- CMD`, where CMD (this program "
         "again) records its start, holds 1 ms and exits, and the agent releases; the handoff "
         "there is from one CMD's exit to the next CMD's start, so it includes the agent "
         "noticing its child's exit, the release, the push, the acquire and the fork and exec "
-        "of the next CMD. ",
+        "of the next CMD; and last, the peer: the same loop with a hand-written waiter told "
+        "with nothing else in the way (one blocking connection, RESP3 with CLIENT TRACKING ON "
+        "NOLOOP; an attempt is SET NX PX and GET in one write, the GET registering it for the "
+        "key's next change; it sleeps in poll() until the push; the release is EVALSHA of "
+        "compare-and-delete), which says what handoff a told waiter can have on this machine. ",
         participants, a_ms, b_ms, static_cast<double>(hold_ns) / 1e6, waiters);
     out += format(
         "Handoff = the next holder's acquisition instant - the previous holder's instant just "
@@ -598,8 +605,9 @@ int run() {
             x.p50_ms / rtt.p50_ms, x.p99_ms / rtt.p50_ms);
     };
     row("edgelock, 8 notified waiters (RESP3)", told);
-    row("edgelock, 8 polling waiters (RESP2)", polled);
+    row("edgelock, 8 polling waiters (notify off)", polled);
     row("agent: `edgelock run -w 5s`, notified", agents);
+    row("peer: hand-written told waiter (RESP3, SET NX + GET)", peers);
     out += format(
         "| Model, simulated polling | %.2f ms | %.2f ms | %.2f ms | | %.2f ms | %.1f | %.0fx | |\n",
         sim.p50_ms, sim.p90_ms, sim.p99_ms, sim.mean_ms, 1000.0 / (sim.mean_ms + hold.p50_ms),
@@ -624,6 +632,8 @@ int run() {
         "told \"busy\" by the script, which registers them for the next change. Through the "
         "agent: %s (each run also makes its first attempt when it starts).\n",
         requests(told).c_str(), requests(polled).c_str(), waiters, requests(agents).c_str());
+    out += format("The peer: %.2f (%.2f SET, %.2f GET, %.2f EVALSHA).\n",
+                  peers.set + peers.get + peers.evalsha, peers.set, peers.get, peers.evalsha);
     const double p50_rtts = told.handoff.p50_ms / rtt.p50_ms;
     const double p99_rtts = told.handoff.p99_ms / rtt.p50_ms;
     out += format(
@@ -632,6 +642,12 @@ int run() {
         "retry delay (the simulated policy predicts p50 %.2f ms, p99 %.2f ms).\n",
         p50_rtts <= 3.0 && p99_rtts <= 10.0 ? "met" : "missed", p50_rtts, p99_rtts, h.p50_ms,
         h.p99_ms, sim.p50_ms, sim.p99_ms);
+    out += format(
+        "Against the peer, measured in the same run: edgelock's notified handoff p50 is %.2fx "
+        "the peer's (%.3f ms, %.1f round trips), p99 %.2fx (%.3f ms).\n",
+        told.handoff.p50_ms / peers.handoff.p50_ms, peers.handoff.p50_ms,
+        peers.handoff.p50_ms / rtt.p50_ms, told.handoff.p99_ms / peers.handoff.p99_ms,
+        peers.handoff.p99_ms);
     out += format("\nTarget: through the agent, handoff p50 under 5 ms: **%s** (%.2f ms).\n",
                   agents.handoff.p50_ms < 5.0 ? "met" : "missed", agents.handoff.p50_ms);
     std::fputs(out.c_str(), stdout);
