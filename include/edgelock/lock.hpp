@@ -154,8 +154,9 @@ std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t c
 
 // A buffer of this many bytes holds any request the machine emits (the longest
 // is an EVAL carrying script text, two keys and three arguments).
-// (and the CLIENT CACHING yes that may go ahead of an acquire).
-constexpr std::size_t lock_max_request = 1024 + 2 * (lock_max_name + 16) + lock_max_owner + 32;
+// (and the CLIENT CACHING yes that may go ahead of an acquire, and the WAIT
+// that may follow an acquire or a renew: lock_options::min_replicas).
+constexpr std::size_t lock_max_request = 1024 + 2 * (lock_max_name + 16) + lock_max_owner + 32 + 64;
 
 // Local misuse: the caller's fault, reported by the call, never as an event.
 enum class lock_errc : std::uint8_t {
@@ -178,6 +179,7 @@ enum class lock_errc : std::uint8_t {
     not_held,          // renew or release of a lock that is not held
     bad_node,          // node index not below the configured node count
     buffer_too_small,  // poll_transmit: nothing written, size says how much is needed
+    bad_replicas,      // min_replicas with a replica_timeout of 0 or not below node_timeout
 };
 
 const char* describe(lock_errc code) noexcept;
@@ -211,6 +213,16 @@ struct lock_options {
     // token of the acquisition, so this lock object nests with nobody. The
     // bytes are not copied; keep them alive as long as the lock.
     str_view owner;
+    // Replicas that must have the key before a node counts (0: off). Each
+    // acquire and renew request is followed by WAIT min_replicas
+    // replica_timeout on its node, and a node whose key too few replicas
+    // acknowledged in that time counts as "no" (its key is taken back like
+    // any failed round's). WAIT narrows the window in which a failover loses
+    // a lock; it does not close it (see README, "Replicas"): fencing does.
+    // The one-command SET acquire is not used with it. replica_timeout must
+    // be below node_timeout, which bounds the whole request.
+    std::uint8_t min_replicas = 0;
+    duration replica_timeout = duration::millis(25);
 };
 
 enum class lock_state : std::uint8_t {
@@ -250,6 +262,7 @@ enum class lock_failure : std::uint8_t {
     fence_conflict,  // round 2 found a counter above the token (a racing holder)
     not_ours,        // renew: a quorum said the key is no longer ours
     validity_ended,  // held or renewing, and the validity deadline passed
+    not_replicated,  // min_replicas: nodes took the key, too few replicas acknowledged it
 };
 
 const char* describe(lock_failure reason) noexcept;
@@ -290,6 +303,11 @@ struct lock_transmit {
     // to be dropped unread: 1 for the CLIENT CACHING yes that makes a told
     // node track the key this acquire reads (lock_node_caps::told), else 0.
     std::uint8_t preceding = 0;
+    // Commands written after the request, whose replies come after its own:
+    // 1 for the WAIT of lock_options::min_replicas, else 0. Hand its reply to
+    // on_reply with following_tag.
+    std::uint8_t following = 0;
+    std::uint32_t following_tag = 0;
 };
 
 class lock {
@@ -396,6 +414,9 @@ private:
     void close_round() noexcept;
     void count_vote(slot& s, vote v) noexcept;
     void handle_late(slot& s, req kind, std::uint32_t round, bool success) noexcept;
+    // The reply to the WAIT that followed a request of this round.
+    void answer_wait(slot& s, std::uint32_t round, const detail::lock_reply& r,
+                     instant now) noexcept;
     // A reply to the SET acquire that sends the script instead: true when it did.
     bool answer_set_acquire(slot& s, const detail::lock_reply& r) noexcept;
     // How a node that stopped answering counts: busy if it said so already.
@@ -439,12 +460,13 @@ private:
     redlock_tally tally_;
     req round_kind_ = req::none;
     lock_state state_ = lock_state::unconfigured;
-    std::uint8_t refused_ = 0;   // nodes that said busy (acquire) or not ours (renew)
-    std::uint8_t released_ = 0;  // release: nodes that deleted our key
-    std::uint8_t absent_ = 0;    // release: nodes that answered our key was not there
-    bool lost_ = false;          // the current acquisition ended in lost
-    bool contended_ = false;     // a round of this acquisition found the key taken
-    bool woken_ = false;         // the key changed while this acquire round was out
+    std::uint8_t refused_ = 0;       // nodes that said busy (acquire) or not ours (renew)
+    std::uint8_t released_ = 0;      // release: nodes that deleted our key
+    std::uint8_t absent_ = 0;        // release: nodes that answered our key was not there
+    std::uint8_t unreplicated_ = 0;  // this round: nodes whose WAIT counted too few replicas
+    bool lost_ = false;              // the current acquisition ended in lost
+    bool contended_ = false;         // a round of this acquisition found the key taken
+    bool woken_ = false;             // the key changed while this acquire round was out
     slot slots_[lock_max_nodes];
 };
 

@@ -91,7 +91,8 @@ void on_lock_event(void*, client_lock& l, const lock_event& ev) {
         break;
     case lock_event_kind::renew_failed:
         say(watch.at_risk ? 2 : 1,
-            "renew missed its quorum; retrying until the lock's validity ends");
+            "renew missed its quorum (%s); retrying until the lock's validity ends",
+            describe(ev.reason));
         watch.at_risk = true;
         break;
     case lock_event_kind::lost:
@@ -193,6 +194,13 @@ int not_acquired(const client_lock& l, const lock_event& ev) {
         say(1, "no secure random bytes for a token");
         return exit_software;
     }
+    if (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::not_replicated) {
+        say(1, "'%s': too few replicas acknowledged the key (--min-replicas %u within %llu ms)",
+            opt.key.c_str(), opt.min_replicas,
+            static_cast<unsigned long long>(l.machine().options().replica_timeout.ms()));
+        report_nodes();
+        return exit_unavailable;
+    }
     return unavailable(l);
 }
 
@@ -213,6 +221,9 @@ lock_options lock_options_from(const options& o) {
         t = o.ttl.us / 2;
     }
     lo.node_timeout = duration::micros(t);
+    // WAIT gets half of each request's time, in whole milliseconds.
+    lo.min_replicas = static_cast<std::uint8_t>(o.min_replicas);
+    lo.replica_timeout = duration::millis(t / 2000);
     lo.wait = o.wait;
     lo.max_tries = o.wait.us == 0 ? 1 : UINT32_MAX;
     return lo;

@@ -26,6 +26,8 @@ const char* usage_text() {
            "  -n, --nonblock             one try, never wait\n"
            "  -E, --conflict-exit-code N exit status when not acquired (default 1)\n"
            "      --fencing              fencing tokens (EDGELOCK_FENCING_TOKEN for run)\n"
+           "      --min-replicas N       a node counts only once N of its replicas have\n"
+           "                             the key (WAIT after acquire and renew)\n"
            "      --renew-every DURATION renew interval while running (default ttl/3)\n"
            "      --grace DURATION       SIGTERM to SIGKILL when the lock is lost, or sure\n"
            "                             to be: SIGTERM comes a grace before the validity\n"
@@ -52,7 +54,8 @@ const char* usage_text() {
            "     Its environment gets EDGELOCK_KEY (and EDGELOCK_FENCING_TOKEN), never\n"
            "     REDISCLI_AUTH, and EDGELOCK_NODES without passwords.\n"
            "exit: the command's status (128+signal if killed); 1 (or -E) not acquired;\n"
-           "      64 usage; 69 no quorum of nodes reachable; 70 internal; 75 lock lost.\n";
+           "      64 usage; 69 no quorum of nodes reachable (or too few replicas);\n"
+           "      70 internal; 75 lock lost.\n";
 }
 
 bool parse_duration(const std::string& text, edgelock::duration& out) {
@@ -291,6 +294,18 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                 return false;
             }
             o.conflict_exit = static_cast<int>(code);
+        } else if (name == "--min-replicas") {
+            if (!value_of(arg, name.size(), v)) {
+                return false;
+            }
+            char* end = nullptr;
+            errno = 0;
+            const long n = std::strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end != '\0' || errno != 0 || n < 0 || n > 255) {
+                error = "--min-replicas must be 0..255, not '" + v + "'";
+                return false;
+            }
+            o.min_replicas = static_cast<unsigned>(n);
         } else if (arg == "--fencing") {
             o.fencing = true;
         } else if (name == "--password-file") {

@@ -30,6 +30,7 @@ struct options {
     bool nonblock = false;
     int conflict_exit = exit_conflict;
     bool fencing = false;
+    unsigned min_replicas = 0;         // WAIT for this many replicas after acquire and renew
     edgelock::duration renew_every{};  // 0: ttl / 3
     edgelock::duration grace = edgelock::duration::seconds(5);
     std::string password;  // from --password-file or $REDISCLI_AUTH

@@ -151,8 +151,10 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
         caps.set_nx_get = c.report.set_nx_get;  // INFO server
         caps.told = c.report.tracking;          // CLIENT TRACKING
         l->machine_.set_node_caps(n, caps);
-        // On a told node an acquire may take two entries (CLIENT CACHING first).
-        const std::size_t entries = caps.told ? 2 : 1;
+        // A request may take three entries: CLIENT CACHING ahead of an
+        // acquire on a told node, and WAIT after it with min_replicas.
+        const std::size_t entries =
+            1u + (caps.told ? 1u : 0u) + (l->machine_.options().min_replicas > 0 ? 1u : 0u);
         while (c.fifo.size() + entries <= c.fifo.capacity) {
             // Fill the buffer to the brim: a request that does not fit is
             // left with its machine (nothing written) until the buffer has
@@ -176,6 +178,10 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             f.tag = t.tag;
             f.to = reply_to::lock;
             push_in_flight(n, f, now);
+            if (t.following > 0) {
+                f.tag = t.following_tag;  // WAIT: the machine reads its count
+                push_in_flight(n, f, now);
+            }
         }
     }
 }

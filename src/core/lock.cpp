@@ -73,6 +73,10 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
     if (options.renew_resurrects && options.mode != lock_mode::plain) {
         return lock_errc::bad_mode_option;
     }
+    if (options.min_replicas > 0 &&
+        (options.replica_timeout.ms() == 0 || options.replica_timeout >= options.node_timeout)) {
+        return lock_errc::bad_replicas;
+    }
     if (!random.valid()) {
         return lock_errc::no_random_source;
     }

@@ -45,6 +45,8 @@ const char* describe(lock_errc code) noexcept {
         return "node index out of range";
     case lock_errc::buffer_too_small:
         return "buffer too small for the request";
+    case lock_errc::bad_replicas:
+        return "min_replicas needs a replica_timeout above 0 and below the node timeout";
     }
     return "unknown lock error";
 }
@@ -107,6 +109,8 @@ const char* describe(lock_failure reason) noexcept {
         return "a quorum says the lock is no longer ours";
     case lock_failure::validity_ended:
         return "the validity ended before a renew";
+    case lock_failure::not_replicated:
+        return "too few replicas acknowledged the key (min_replicas)";
     }
     return "unknown lock failure";
 }

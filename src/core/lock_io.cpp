@@ -1,9 +1,9 @@
-// The lock machine's inputs and outputs (see lock.hpp): replies, disconnects
-// and timeouts in; deadlines and requests out. What the inputs decide is in
-// lock.cpp.
+// The lock machine's inputs (see lock.hpp): replies, disconnects and
+// timeouts in, and the deadline of the next timeout. What they decide is in
+// lock.cpp and lock_rounds.cpp; the requests that go out, in
+// lock_transmit.cpp.
 #include "edgelock/lock.hpp"
 
-#include "edgelock/lock_scripts.hpp"
 #include "lock_slots.hpp"
 #include "lock_wire.hpp"
 
@@ -142,6 +142,10 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
     const std::uint32_t kind_bits = tag & ((1U << tag_kind_bits) - 1);
     const std::uint32_t round = tag >> tag_kind_bits;
     const bool via_set = kind_bits == tag_set_acquire;
+    if (kind_bits == tag_wait) {
+        answer_wait(s, round, r, now);
+        return lock_errc::ok;
+    }
     if ((kind_bits > static_cast<std::uint32_t>(req::cleanup) && !via_set) || kind_bits == 0) {
         return lock_errc::ok;  // not a tag of ours: nothing to match it to
     }
@@ -251,9 +255,38 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
             }
         }
     }
+    if (v == vote::yes && options_.min_replicas > 0 &&
+        (kind == req::acquire || kind == req::renew)) {
+        // The node has the key; it counts once WAIT, which follows, says
+        // enough replicas have it too.
+        s.flags = static_cast<std::uint16_t>(s.flags | slot_wait_due);
+        return lock_errc::ok;
+    }
     count_vote(s, v);
     decide(now);
     return lock_errc::ok;
+}
+
+void lock::answer_wait(slot& s, std::uint32_t round, const detail::lock_reply& r,
+                       instant now) noexcept {
+    // A WAIT behind a request that said anything but "yes" (busy, NOSCRIPT
+    // before its resend, an error), or of a round decided since, says
+    // nothing that counts.
+    const bool current = round_open() && round == (round_ & round_mask) &&
+                         (s.flags & slot_wait_due) != 0 && s.answer == vote::waiting;
+    if (!current) {
+        return;
+    }
+    s.flags = static_cast<std::uint16_t>(s.flags & ~slot_wait_due);
+    if (r.shape == detail::reply_shape::integer && r.first >= options_.min_replicas) {
+        count_vote(s, vote::yes);
+    } else {
+        // Too few replicas in time, or no WAIT here (an error): "no". The key
+        // is ours there (slot_holder), so a failed round takes it back.
+        ++unreplicated_;
+        count_vote(s, vote::no);
+    }
+    decide(now);
 }
 
 lock_errc lock::on_disconnected(std::uint8_t node, instant now) noexcept {
@@ -338,129 +371,6 @@ instant lock::next_deadline() const noexcept {
         break;
     }
     return instant::never();
-}
-
-lock::outgoing lock::next_send(std::uint8_t node) const noexcept {
-    if (state_ == lock_state::unconfigured || node >= node_count_) {
-        return outgoing::none;
-    }
-    const slot& s = slots_[node];
-    if ((s.flags & slot_cleanup) != 0) {
-        return outgoing::cleanup;
-    }
-    return round_open() && s.send != req::none ? outgoing::request : outgoing::none;
-}
-
-lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept {
-    lock_transmit out;
-    if (state_ == lock_state::unconfigured) {
-        out.error = lock_errc::not_configured;
-        return out;
-    }
-    if (node >= node_count_) {
-        out.error = lock_errc::bad_node;
-        return out;
-    }
-    slot& s = slots_[node];
-    const bool cleanup = (s.flags & slot_cleanup) != 0;
-    const req kind = cleanup ? req::cleanup : (round_open() ? s.send : req::none);
-    if (kind == req::none) {
-        return out;
-    }
-    const bool eval = cleanup || (s.flags & slot_eval) != 0;
-    const owner_token& tok = cleanup ? cleanup_token_ : token_;
-
-    char key[lock_key_capacity];
-    char fence_key[lock_key_capacity];
-    char hex[owner_token::hex_size];
-    tok.to_hex(hex);
-    const str_view token_view(hex, sizeof hex);
-    const str_view owner = options_.mode == lock_mode::reentrant && !options_.owner.empty()
-                               ? options_.owner
-                               : token_view;
-    const str_view lock_key(key, detail::make_lock_key(key, name_, false));
-    const str_view counter_key(fence_key, detail::make_lock_key(fence_key, name_, true));
-    const decimal_arg ttl(static_cast<std::int64_t>(options_.ttl.ms()));
-    const decimal_arg fence = decimal_arg::from_unsigned(fence_);
-
-    const bool via_set =
-        kind == req::acquire && options_.mode == lock_mode::plain && !contended_ &&
-        (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get;
-    const lock_script* script = &script_release;
-    str_view keys[2] = {lock_key, counter_key};
-    str_view args[2] = {token_view, ttl.view()};
-    std::size_t key_count = 1;
-    std::size_t arg_count = 2;
-    const bool reentrant = options_.mode == lock_mode::reentrant;
-    switch (kind) {
-    case req::acquire:
-        if (reentrant) {
-            script = &script_reentrant_acquire;
-            args[0] = owner;
-        } else if (options_.mode == lock_mode::fenced) {
-            script = fenced_redlock() ? &script_fenced_read : &script_fenced_acquire;
-            key_count = 2;
-        } else {
-            script = &script_acquire;
-        }
-        break;
-    case req::fence_raise:
-        script = &script_fence_raise;
-        key_count = 2;
-        args[1] = fence.view();
-        break;
-    case req::renew:
-        if (reentrant) {
-            script = &script_reentrant_renew;
-            args[0] = owner;
-        } else {
-            script = options_.renew_resurrects ? &script_acquire : &script_renew;
-        }
-        break;
-    case req::release:
-    case req::cleanup:
-        if (reentrant) {
-            script = &script_reentrant_release;
-            args[0] = owner;
-        } else {
-            script = &script_release;
-            arg_count = 1;
-        }
-        break;
-    case req::none:
-        return out;
-    }
-    // A told node tracks only what follows CLIENT CACHING yes (OPTIN): the
-    // key an acquire script reads when it finds it busy. The request goes
-    // first, behind room for that prefix, so nothing is written unless both fit.
-    const str_view caching[] = {"CLIENT", "CACHING", "yes"};
-    const bool prefixed = kind == req::acquire && !via_set && (s.flags & slot_told) != 0;
-    const std::size_t at = prefixed ? resp_command_size(caching, 3) : 0;
-    const std::size_t room = capacity > at ? capacity - at : 0;
-    resp_encoded enc =
-        via_set ? detail::encode_set_acquire(lock_key, token_view, ttl.view(), buf + at, room)
-                : detail::encode_script_call(*script, eval, keys, key_count, args, arg_count,
-                                             buf + at, room);
-    if (enc.error != resp_encode_errc::ok || capacity < at) {
-        out.error = lock_errc::buffer_too_small;
-        out.size = at + enc.size;
-        return out;
-    }
-    resp_encoded pre;
-    if (prefixed) {
-        pre = resp_encode_command(buf, at, caching, 3);
-    }
-    out.preceding = pre.size > 0 ? 1 : 0;
-    out.size = pre.size + enc.size;
-    out.tag =
-        via_set ? (tag_for(kind) & ~((1U << tag_kind_bits) - 1)) | tag_set_acquire : tag_for(kind);
-    if (cleanup) {
-        s.flags = static_cast<std::uint16_t>((s.flags & ~slot_cleanup) | slot_cleanup_out);
-    } else {
-        s.send = req::none;
-        s.flags = static_cast<std::uint16_t>(s.flags | slot_in_flight);
-    }
-    return out;
 }
 
 }  // namespace edgelock

@@ -22,6 +22,7 @@ void lock::start_round(req kind, instant now) noexcept {
     tally_.nodes = node_count_;
     tally_.quorum = quorum_;
     refused_ = 0;
+    unreplicated_ = 0;
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         slot& s = slots_[i];
         s.send = kind;
@@ -60,7 +61,11 @@ void lock::decide(instant now) noexcept {
         if (tally_.won()) {
             finish_acquire_round(now);
         } else if (tally_.lost()) {
-            fail_acquisition(lock_failure::no_quorum, now);
+            // Busy when a node said so; not replicated when a node took the
+            // key but too few of its replicas had it.
+            fail_acquisition(refused_ == 0 && unreplicated_ != 0 ? lock_failure::not_replicated
+                                                                 : lock_failure::no_quorum,
+                             now);
         }
         return;
     case req::fence_raise:
@@ -227,7 +232,7 @@ void lock::renew_round_failed(instant now) noexcept {
     }
     lock_event ev;
     ev.kind = lock_event_kind::renew_failed;
-    ev.reason = lock_failure::no_quorum;
+    ev.reason = unreplicated_ != 0 ? lock_failure::not_replicated : lock_failure::no_quorum;
     ev.validity_deadline = validity_;
     push_event(ev);
     const instant at = now + duration::micros(delay_us);

@@ -268,3 +268,44 @@ TEST_CASE("cli: fencing tokens keep increasing as nodes die and come back empty"
     CHECK(t3 > t2);
     CHECK(t4 > t3);
 }
+
+TEST_CASE("cli: --min-replicas counts a node once its replicas have the key", "[cli]") {
+    redis_server master;
+    redis_server replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+    {
+        redis_client r(replica.port());
+        const double until = mono_s() + 10;
+        while (r.command({"INFO", "replication"}).text.find("master_link_status:up") ==
+               std::string::npos) {
+            REQUIRE(mono_s() < until);
+            sleep_ms(20);
+        }
+    }
+    const std::string key = "cli-replicas";
+    {
+        const strings args{"run", "--min-replicas", "1", "-N", redis_url(master), key, "--",
+                           "true"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == 0);
+    }
+    {
+        // Two asked of a master with one: 69, with the reason, and no key left.
+        const strings args{"run", "--min-replicas", "2", "-N", redis_url(master), key, "--",
+                           "true"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == exit_unavailable);
+        CHECK(contains(r.err, "too few replicas"));
+        CHECK(r.seconds < 5.0);
+        redis_client admin(master.port());
+        CHECK(lock_exists(admin, key) == 0);
+    }
+    for (const char* bad : {"256", "-1", "x", ""}) {
+        const strings args{"run", "--min-replicas", bad, "-N", redis_url(master), key, "--",
+                           "true"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == exit_usage);
+    }
+}

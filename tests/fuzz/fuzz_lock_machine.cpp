@@ -97,6 +97,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     opt.wait = edgelock::duration::millis(b2);
     opt.renew_resurrects = opt.mode == edgelock::lock_mode::plain && (b1 & 0x80) != 0;
     opt.owner = (b1 & 0x40) != 0 ? edgelock::str_view("agent:1") : edgelock::str_view();
+    // WAIT after acquire and renew on odd ttls; a timeout that may be refused.
+    opt.min_replicas = static_cast<std::uint8_t>((b2 & 1) != 0 ? 1 + b3 % 2 : 0);
+    opt.replica_timeout = edgelock::duration::millis(b3 % 24);
 
     edgelock::lock l;
     if (l.configure("fuzz", nodes, opt, source) != edgelock::lock_errc::ok) {
@@ -136,6 +139,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 __builtin_trap();
             }
             fifos[node].push(t.tag);
+            if (t.following > 0) {
+                fifos[node].push(t.following_tag);  // WAIT's count
+            }
         }
     };
 

@@ -39,6 +39,8 @@ inline edgelock::lock_node_caps told_caps() {
 struct sent {
     std::string bytes;
     std::uint32_t tag = 0;
+    std::uint8_t following = 0;  // a WAIT after the request (min_replicas)
+    std::uint32_t following_tag = 0;
 };
 
 // The request the machine has for `node` (which must have one).
@@ -46,7 +48,7 @@ inline sent take(edgelock::lock& l, std::uint8_t node) {
     char buf[edgelock::lock_max_request];
     const edgelock::lock_transmit t = l.poll_transmit(node, buf, sizeof buf);
     REQUIRE(t.error == edgelock::lock_errc::ok);
-    return sent{std::string(buf, t.size), t.tag};
+    return sent{std::string(buf, t.size), t.tag, t.following, t.following_tag};
 }
 
 // Feeds a RESP reply (text) to the machine.

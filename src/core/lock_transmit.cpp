@@ -1,0 +1,151 @@
+// The lock machine's requests (see lock.hpp): which one a node has waiting,
+// and its bytes: the script or the one-command SET, with CLIENT CACHING yes
+// ahead of it on a told node and WAIT behind it with min_replicas.
+#include "edgelock/lock.hpp"
+
+#include "edgelock/lock_scripts.hpp"
+#include "lock_slots.hpp"
+#include "lock_wire.hpp"
+
+namespace edgelock {
+
+using namespace detail;
+
+lock::outgoing lock::next_send(std::uint8_t node) const noexcept {
+    if (state_ == lock_state::unconfigured || node >= node_count_) {
+        return outgoing::none;
+    }
+    const slot& s = slots_[node];
+    if ((s.flags & slot_cleanup) != 0) {
+        return outgoing::cleanup;
+    }
+    return round_open() && s.send != req::none ? outgoing::request : outgoing::none;
+}
+
+lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept {
+    lock_transmit out;
+    if (state_ == lock_state::unconfigured) {
+        out.error = lock_errc::not_configured;
+        return out;
+    }
+    if (node >= node_count_) {
+        out.error = lock_errc::bad_node;
+        return out;
+    }
+    slot& s = slots_[node];
+    const bool cleanup = (s.flags & slot_cleanup) != 0;
+    const req kind = cleanup ? req::cleanup : (round_open() ? s.send : req::none);
+    if (kind == req::none) {
+        return out;
+    }
+    const bool eval = cleanup || (s.flags & slot_eval) != 0;
+    const owner_token& tok = cleanup ? cleanup_token_ : token_;
+
+    char key[lock_key_capacity];
+    char fence_key[lock_key_capacity];
+    char hex[owner_token::hex_size];
+    tok.to_hex(hex);
+    const str_view token_view(hex, sizeof hex);
+    const str_view owner = options_.mode == lock_mode::reentrant && !options_.owner.empty()
+                               ? options_.owner
+                               : token_view;
+    const str_view lock_key(key, detail::make_lock_key(key, name_, false));
+    const str_view counter_key(fence_key, detail::make_lock_key(fence_key, name_, true));
+    const decimal_arg ttl(static_cast<std::int64_t>(options_.ttl.ms()));
+    const decimal_arg fence = decimal_arg::from_unsigned(fence_);
+
+    const bool via_set =
+        kind == req::acquire && options_.mode == lock_mode::plain && !contended_ &&
+        options_.min_replicas == 0 &&
+        (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get;
+    const lock_script* script = &script_release;
+    str_view keys[2] = {lock_key, counter_key};
+    str_view args[2] = {token_view, ttl.view()};
+    std::size_t key_count = 1;
+    std::size_t arg_count = 2;
+    const bool reentrant = options_.mode == lock_mode::reentrant;
+    switch (kind) {
+    case req::acquire:
+        if (reentrant) {
+            script = &script_reentrant_acquire;
+            args[0] = owner;
+        } else if (options_.mode == lock_mode::fenced) {
+            script = fenced_redlock() ? &script_fenced_read : &script_fenced_acquire;
+            key_count = 2;
+        } else {
+            script = &script_acquire;
+        }
+        break;
+    case req::fence_raise:
+        script = &script_fence_raise;
+        key_count = 2;
+        args[1] = fence.view();
+        break;
+    case req::renew:
+        if (reentrant) {
+            script = &script_reentrant_renew;
+            args[0] = owner;
+        } else {
+            script = options_.renew_resurrects ? &script_acquire : &script_renew;
+        }
+        break;
+    case req::release:
+    case req::cleanup:
+        if (reentrant) {
+            script = &script_reentrant_release;
+            args[0] = owner;
+        } else {
+            script = &script_release;
+            arg_count = 1;
+        }
+        break;
+    case req::none:
+        return out;
+    }
+    // A told node tracks only what follows CLIENT CACHING yes (OPTIN): the
+    // key an acquire script reads when it finds it busy. The request goes
+    // first, behind room for that prefix, so nothing is written unless both fit.
+    const str_view caching[] = {"CLIENT", "CACHING", "yes"};
+    const bool prefixed = kind == req::acquire && !via_set && (s.flags & slot_told) != 0;
+    const std::size_t at = prefixed ? resp_command_size(caching, 3) : 0;
+    // With min_replicas, WAIT follows an acquire or a renew: room for it is
+    // kept behind the request, so nothing is written unless all of it fits.
+    const decimal_arg replicas(static_cast<std::int64_t>(options_.min_replicas));
+    const decimal_arg wait_ms(static_cast<std::int64_t>(options_.replica_timeout.ms()));
+    const str_view wait[] = {"WAIT", replicas.view(), wait_ms.view()};
+    const bool waits = options_.min_replicas > 0 && (kind == req::acquire || kind == req::renew);
+    const std::size_t after = waits ? resp_command_size(wait, 3) : 0;
+    const std::size_t room = capacity > at + after ? capacity - at - after : 0;
+    resp_encoded enc =
+        via_set ? detail::encode_set_acquire(lock_key, token_view, ttl.view(), buf + at, room)
+                : detail::encode_script_call(*script, eval, keys, key_count, args, arg_count,
+                                             buf + at, room);
+    if (enc.error != resp_encode_errc::ok || capacity < at + after) {
+        out.error = lock_errc::buffer_too_small;
+        out.size = at + enc.size + after;
+        return out;
+    }
+    resp_encoded pre;
+    if (prefixed) {
+        pre = resp_encode_command(buf, at, caching, 3);
+    }
+    resp_encoded post;
+    if (waits) {
+        post = resp_encode_command(buf + at + enc.size, after, wait, 3);
+        out.following = 1;
+        out.following_tag = ((round_ & round_mask) << tag_kind_bits) | tag_wait;
+    }
+    out.preceding = pre.size > 0 ? 1 : 0;
+    out.size = pre.size + enc.size + post.size;
+    out.tag =
+        via_set ? (tag_for(kind) & ~((1U << tag_kind_bits) - 1)) | tag_set_acquire : tag_for(kind);
+    if (cleanup) {
+        s.flags = static_cast<std::uint16_t>((s.flags & ~slot_cleanup) | slot_cleanup_out);
+    } else {
+        s.send = req::none;
+        s.flags = static_cast<std::uint16_t>(s.flags | slot_in_flight);
+    }
+    return out;
+}
+
+}  // namespace edgelock
