@@ -80,6 +80,13 @@ namespace edgelock {
 struct client_options {
     // Connect plus set-up (AUTH, SELECT, ...) of one node.
     duration connect_timeout = duration::seconds(1);
+    // redis-sentinel:// nodes: how long one sentinel has to say where the
+    // master is before the next is asked (the one that answers is asked
+    // first next time), and a sentinel's own user and password when it has
+    // them (the URL's are the master's).
+    duration sentinel_timeout = duration::millis(250);
+    str_view sentinel_username;
+    str_view sentinel_password;
     // Wait before reconnecting a node that failed: doubling from min to max,
     // with random jitter, reset by a successful set-up.
     duration reconnect_min = duration::millis(100);
@@ -133,6 +140,7 @@ enum class reply_to : std::uint8_t {
     command,   // the reply to command()
     discard,   // a reply whose lock was detached, or a command given up
     tracking,  // CLIENT TRACKING ON REDIRECT to the node's subscription
+    sentinel,  // a sentinel's answer: `tag` is 0 for AUTH, 1 for the master's address
 };
 
 struct in_flight {
@@ -175,6 +183,17 @@ struct subscription {
     char rx[EDGELOCK_CLIENT_SUB_BUFFER];
 };
 
+// Where a redis-sentinel:// node's master is, as a sentinel said
+// (sentinel.cpp).
+struct sentinel_state {
+    bool asking = false;     // the connection is to a sentinel, asking
+    std::uint8_t tried = 0;  // sentinels asked in this round of asking
+    std::uint8_t front = 0;  // the one that answered last: asked first
+    std::uint8_t host_size = 0;
+    std::uint16_t port = 0;  // 0: no sentinel has said yet
+    char host[node_url_max_host + 1] = {};
+};
+
 struct connection {
     node_address address;
     int fd = -1;
@@ -194,7 +213,9 @@ struct connection {
     node_report report;
     reply_fifo<in_flight, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
     subscription sub;                                      // RESP2 waiters are told through it
-    bool redirect_due = false;  // CLIENT TRACKING ... REDIRECT sub.id is still to send
+    sentinel_state sentinel;                               // redis-sentinel:// nodes
+    bool redirect_due = false;     // CLIENT TRACKING ... REDIRECT sub.id is still to send
+    std::uint32_t generation = 0;  // counts drops: a reply loop stops when its connection went
     char rx[EDGELOCK_CLIENT_RX_BUFFER];
     char tx[EDGELOCK_CLIENT_TX_BUFFER];
 };
@@ -333,6 +354,13 @@ private:
     void sub_close(std::uint8_t n, bool refused, instant now) noexcept;
     // Closes its socket, if open, and forgets it; the phase stays.
     void sub_shut(std::uint8_t n) noexcept;
+    // Sentinel-managed masters (sentinel.cpp).
+    void sentinel_begin(std::uint8_t n, instant now) noexcept;
+    bool sentinel_next(std::uint8_t n, instant now) noexcept;
+    void sentinel_query(std::uint8_t n, instant now) noexcept;
+    void sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
+                        std::size_t count, instant now) noexcept;
+    port::endpoint endpoint_of(std::uint8_t n) const noexcept;
     void tracking_reply(std::uint8_t n, std::uint32_t id, const resp_node* nodes, std::size_t count,
                         instant now) noexcept;
     // Writes the lock connection's redirect to its subscription when due;

@@ -81,6 +81,9 @@ enum class node_error : std::uint8_t {
     tls_not_tls,           // the server does not speak TLS: a plaintext port
     tls_session_failed,    // after the handshake: a fatal alert, or a record that is not
                            // TLS or does not decrypt (a broken or meddled-with stream)
+    // redis-sentinel://: no sentinel said where the master is (message: the
+    // last one's reason: unreachable, an unknown master name, a refusal).
+    sentinel_failed,
 };
 
 const char* describe(node_error error) noexcept;

@@ -3,6 +3,12 @@
 //   redis://[user[:password]@]host[:port][/db]
 //   rediss://[user[:password]@]host[:port][/db]   TLS (node_address::tls)
 //   unix:///path/to/redis.sock[?db=N]
+//   redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER_NAME[/db]
+//
+// A Sentinel URL names the sentinels (26379 by default, up to
+// node_url_max_sentinels) that know where the master called MASTER_NAME is;
+// user and password are the master's (a sentinel's own come from
+// client_options). host and port are then the first sentinel's.
 //
 // host is a name, a dotted IPv4 address, or an IPv6 address in brackets
 // (`redis://[::1]:6380`); port defaults to 6379 and must be 1..65535; db is a
@@ -26,6 +32,8 @@ constexpr std::size_t node_url_max = 1024;
 constexpr std::size_t node_url_max_host = 253;       // a DNS name
 constexpr std::size_t node_url_max_secret = 256;     // user or password, once decoded
 constexpr std::size_t node_url_max_unix_path = 107;  // sun_path less its NUL on Linux
+constexpr std::size_t node_url_max_sentinels = 8;
+constexpr std::size_t node_url_max_master_name = 128;  // letters, digits, "-._:"
 
 enum class url_errc : std::uint8_t {
     ok = 0,
@@ -40,7 +48,8 @@ enum class url_errc : std::uint8_t {
     bad_host,          // empty, too long, a character not allowed, or a bad [IPv6]
     bad_port,          // not a decimal in 1..65535
     bad_db,            // not a decimal in [0, 2^31)
-    bad_path,          // unix: empty, relative, or too long; redis: anything but /db
+    bad_path,          // unix: empty, relative, or too long; redis: anything but /db;
+                       // sentinel: no master name, or a bad one
     bad_query,         // a query other than db=N (unix) or any query (redis)
 };
 
@@ -57,10 +66,20 @@ struct node_address {
     bool has_password = false;  // "redis://user:@h" gives an empty password that is present
     std::uint32_t db = 0;
     bool tls = false;  // rediss://: the node speaks TLS
+    // redis-sentinel://: the sentinels' "host:port,host:port..." as written,
+    // how many, and the master's name. sentinel_count 0: not Sentinel.
+    str_view sentinels;
+    std::uint8_t sentinel_count = 0;
+    str_view master_name;
 };
 
 // Parses url into out; on error out is left unchanged.
 url_errc parse_node_url(str_view url, node_address& out) noexcept;
+
+// Sentinel i (0-based) of a redis-sentinel:// address; false when there is
+// no such sentinel.
+bool node_url_sentinel(const node_address& a, std::uint8_t i, str_view& host,
+                       std::uint16_t& port) noexcept;
 
 // Decodes %XX escapes of a user or password into out. Returns the decoded size,
 // or SIZE_MAX when an escape is malformed or the result does not fit.

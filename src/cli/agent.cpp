@@ -275,6 +275,7 @@ int setup(client_lock& l) {
     if (opt.have_password) {
         co.password = str_view(opt.password.data(), opt.password.size());
     }
+    co.sentinel_password = str_view(opt.sentinel_password.data(), opt.sentinel_password.size());
     const int tls_status = setup_tls(co);
     if (tls_status != exit_ok) {
         return tls_status;

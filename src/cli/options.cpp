@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,8 @@ const char* usage_text() {
            "      --grace DURATION       SIGTERM to SIGKILL when the lock is lost, or sure\n"
            "                             to be: SIGTERM comes a grace before the validity\n"
            "                             ends while renewals fail (default 5s)\n"
+           "      --sentinel-password-file FILE\n"
+           "                             the sentinels' own password (redis-sentinel://)\n"
            "      --password-file FILE   password for AUTH (also $REDISCLI_AUTH); prefer it\n"
            "                             to a password in -N, which ps shows to all users\n"
            "      --tls                  TLS to every node (rediss:// nodes use it anyway)\n"
@@ -49,7 +52,8 @@ const char* usage_text() {
            "  -V, --version              the version\n"
            "\n"
            "DURATION: 250ms, 10s, 2m, 1h; a bare number is seconds.\n"
-           "URL: redis[s]://[user[:password]@]host[:port][/db] or unix:///path[?db=N]\n"
+           "URL: redis[s]://[user[:password]@]host[:port][/db], unix:///path[?db=N], or\n"
+           "     redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER[/db]\n"
            "run: COMMAND runs in its own process group; signals go to the whole group.\n"
            "     Its environment gets EDGELOCK_KEY (and EDGELOCK_FENCING_TOKEN), never\n"
            "     REDISCLI_AUTH, and EDGELOCK_NODES without passwords.\n"
@@ -116,11 +120,31 @@ std::string without_credentials(const std::string& list) {
 
 namespace {
 
+// A URL begins at `at`: a scheme (a letter, then letters, digits, "+-.")
+// and "://".
+bool url_begins(const std::string& s, std::size_t at) {
+    std::size_t i = at;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) != 0 || s[i] == '+' ||
+                            s[i] == '-' || s[i] == '.')) {
+        ++i;
+    }
+    return i > at && std::isalpha(static_cast<unsigned char>(s[at])) != 0 &&
+           s.compare(i, 3, "://") == 0;
+}
+
 bool split_nodes(const std::string& list, std::vector<std::string>& out) {
+    // A comma ends a URL only where another begins (or where nothing does:
+    // an empty node), so a redis-sentinel:// URL keeps its list of hosts.
     out.clear();
     std::size_t start = 0;
+    std::size_t from = 0;
     for (;;) {
-        const std::size_t comma = list.find(',', start);
+        const std::size_t comma = list.find(',', from);
+        if (comma != std::string::npos && comma + 1 < list.size() && list[comma + 1] != ',' &&
+            !url_begins(list, comma + 1)) {
+            from = comma + 1;  // inside a URL
+            continue;
+        }
         const std::string one =
             list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         if (one.empty()) {
@@ -130,7 +154,10 @@ bool split_nodes(const std::string& list, std::vector<std::string>& out) {
         if (comma == std::string::npos) {
             return true;
         }
-        start = comma + 1;
+        start = from = comma + 1;
+        if (start == list.size()) {
+            return false;  // a trailing comma: an empty node
+        }
     }
 }
 
@@ -313,6 +340,11 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                 return false;
             }
             o.have_password = true;
+        } else if (name == "--sentinel-password-file") {
+            if (!value_of(arg, name.size(), v) ||
+                !read_password_file(v, o.sentinel_password, error)) {
+                return false;
+            }
         } else if (name == "--tls") {
             o.tls = true;
         } else if (name == "--insecure") {

@@ -33,7 +33,8 @@ struct options {
     unsigned min_replicas = 0;         // WAIT for this many replicas after acquire and renew
     edgelock::duration renew_every{};  // 0: ttl / 3
     edgelock::duration grace = edgelock::duration::seconds(5);
-    std::string password;  // from --password-file or $REDISCLI_AUTH
+    std::string password;           // from --password-file or $REDISCLI_AUTH
+    std::string sentinel_password;  // from --sentinel-password-file
     bool have_password = false;
     // TLS, with redis-cli's option names: --tls, --cacert, --cacertdir,
     // --cert, --key, --sni, --insecure. rediss:// nodes use TLS without --tls.

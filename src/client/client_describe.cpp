@@ -109,6 +109,8 @@ const char* describe(node_error error) noexcept {
         return "TLS: server certificate is for another name";
     case node_error::tls_session_failed:
         return "TLS session failed after the handshake (an alert or a bad record)";
+    case node_error::sentinel_failed:
+        return "no sentinel said where the master is";
     case node_error::tls_not_tls:
         return "TLS: the server does not speak TLS (a plaintext port?)";
     }

@@ -14,7 +14,8 @@ namespace {
 // An error that says what the server told us keeps its message.
 bool keeps_message(node_error why) {
     return why == node_error::auth_failed || why == node_error::select_failed ||
-           why == node_error::setup_failed || why == node_error::replica;
+           why == node_error::setup_failed || why == node_error::replica ||
+           why == node_error::sentinel_failed;
 }
 
 }  // namespace
@@ -35,6 +36,7 @@ void client_base::disconnect() noexcept {
 void client_base::drop(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     ++churn_;
+    ++c.generation;
     if (c.fd >= 0) {
         transport_->close(n);
         port::close(c.fd);
@@ -73,6 +75,16 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
 void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
                        str_view text) noexcept {
     detail::connection& c = conns_[n];
+    if (c.sentinel.asking) {
+        // A sentinel that cannot be reached or did not answer in time: the
+        // next one; when none is left, the node fails with the last reason.
+        if (sentinel_next(n, now)) {
+            return;
+        }
+        text = describe(why);
+        why = node_error::sentinel_failed;
+        code = 0;
+    }
     c.report.error = why;
     c.report.code = code;
     // A server that hangs up on the set-up without a word is, most often, a
@@ -114,6 +126,10 @@ void client_base::start_connect(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     c.timers.set(connection_timer::connect, now + options_.connect_timeout);
     c.timers.stop(connection_timer::backoff);
+    if (c.address.sentinel_count > 0) {
+        sentinel_begin(n, now);  // where the master is first
+        return;
+    }
     c.attempt = 0;
     try_addresses(n, now);
 }
@@ -145,10 +161,7 @@ void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
 // IPv4). When none is left the node fails with the last address's reason.
 void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    port::endpoint where;
-    where.host = c.address.host;
-    where.port = c.address.port;
-    where.unix_path = c.address.unix_path;
+    const port::endpoint where = endpoint_of(n);
     for (; c.attempt < max_addresses; ++c.attempt) {
         int fd = -1;
         const port::net_result r = port::connect(where, c.attempt, fd);
@@ -220,6 +233,10 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.report.tracking = false;
     c.report.resp2 = false;
     c.report.tracks_keys = false;
+    if (c.sentinel.asking) {
+        sentinel_query(n, now);  // a sentinel: where is the master?
+        return;
+    }
     c.setup.start(c.address, options_);
     queue_setup(n, now);
 }

@@ -98,10 +98,12 @@ void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcep
             }
             return;
         }
+        const std::uint32_t generation = c.generation;
         if ((events & (port::want_read | port::ready_error)) != 0) {
             read(n, now);
         }
-        if (c.fd >= 0 && (events & port::want_write) != 0) {
+        // Unless the read ended this connection (and maybe began another).
+        if (c.fd >= 0 && c.generation == generation && (events & port::want_write) != 0) {
             transmit(n, now);
         }
         return;

@@ -1,4 +1,5 @@
-// Node URLs: redis[s]://[user[:password]@]host[:port][/db] and unix:///path[?db=N].
+// Node URLs: redis[s]://[user[:password]@]host[:port][/db], unix:///path[?db=N]
+// and redis-sentinel://[user[:password]@]host[:port][,...]/MASTER_NAME[/db].
 //
 // The parser never copies: every field of the result is a view into the URL.
 // It is strict on purpose; a URL that is merely plausible is refused with the
@@ -6,12 +7,14 @@
 // instead of connecting somewhere unexpected.
 #include "edgelock/node_url.hpp"
 
+#include "node_url_internal.hpp"
+
 namespace edgelock {
 
-namespace {
+// The pieces a Sentinel URL is made of too (node_url_sentinel.cpp).
+namespace url_detail {
 
 constexpr std::uint32_t max_port = 65535;
-constexpr std::uint32_t max_db = 0x7fffffff;  // db < 2^31
 
 bool is_control(char c) {
     const auto u = static_cast<unsigned char>(c);
@@ -276,6 +279,30 @@ url_errc parse_host_port(str_view hp, node_address& a) {
     return url_errc::ok;
 }
 
+// [user[:password]@]rest: the user and password into a, what follows the
+// last '@' into rest.
+url_errc parse_userinfo(str_view authority, node_address& a, str_view& rest) {
+    rest = authority;
+    std::size_t at = authority.size;
+    while (at > 0 && authority[at - 1] != '@') {
+        --at;
+    }
+    if (at == 0) {
+        return url_errc::ok;
+    }
+    // authority[at - 1] is the last '@'.
+    const str_view userinfo = sub(authority, 0, at - 1);
+    rest = sub(authority, at, authority.size);
+    const std::size_t colon = find(userinfo, ':');
+    a.user = sub(userinfo, 0, colon);
+    if (colon < userinfo.size) {
+        a.password = sub(userinfo, colon + 1, userinfo.size);
+        a.has_password = true;
+    }
+    const url_errc e = check_secret(a.user, false);
+    return e != url_errc::ok ? e : check_secret(a.password, true);
+}
+
 // What follows "redis://".
 url_errc parse_redis(str_view rest, node_address& a) {
     const std::size_t end = find_any(rest, '/', '?', '#');
@@ -288,30 +315,12 @@ url_errc parse_redis(str_view rest, node_address& a) {
         return url_errc::bad_userinfo;
     }
 
-    str_view host_port = authority;
-    std::size_t at = authority.size;
-    while (at > 0 && authority[at - 1] != '@') {
-        --at;
+    str_view host_port;
+    url_errc e = parse_userinfo(authority, a, host_port);
+    if (e != url_errc::ok) {
+        return e;
     }
-    if (at > 0) {  // authority[at - 1] is the last '@'
-        const str_view userinfo = sub(authority, 0, at - 1);
-        host_port = sub(authority, at, authority.size);
-        const std::size_t colon = find(userinfo, ':');
-        a.user = sub(userinfo, 0, colon);
-        if (colon < userinfo.size) {
-            a.password = sub(userinfo, colon + 1, userinfo.size);
-            a.has_password = true;
-        }
-        url_errc e = check_secret(a.user, false);
-        if (e == url_errc::ok) {
-            e = check_secret(a.password, true);
-        }
-        if (e != url_errc::ok) {
-            return e;
-        }
-    }
-
-    const url_errc e = parse_host_port(host_port, a);
+    e = parse_host_port(host_port, a);
     if (e != url_errc::ok) {
         return e;
     }
@@ -369,39 +378,9 @@ url_errc parse_unix(str_view rest, node_address& a) {
     return url_errc::ok;
 }
 
-}  // namespace
+}  // namespace url_detail
 
-const char* describe(url_errc code) noexcept {
-    switch (code) {
-    case url_errc::ok:
-        return "ok";
-    case url_errc::empty:
-        return "empty URL";
-    case url_errc::too_long:
-        return "URL too long";
-    case url_errc::missing_scheme:
-        return "missing scheme (expected redis://, rediss:// or unix://)";
-    case url_errc::bad_scheme:
-        return "unsupported scheme (expected redis://, rediss:// or unix://)";
-    case url_errc::tls_not_built_in:
-        return "TLS (rediss://) is not built in";
-    case url_errc::bad_userinfo:
-        return "bad user or password (too long, or a character that needs %-escaping)";
-    case url_errc::bad_escape:
-        return "malformed %XX escape or escaped NUL";
-    case url_errc::bad_host:
-        return "bad host (empty, too long, bad character, or bad [IPv6])";
-    case url_errc::bad_port:
-        return "port not a decimal in 1..65535";
-    case url_errc::bad_db:
-        return "database not a decimal in [0, 2^31)";
-    case url_errc::bad_path:
-        return "bad path (unix: absolute and short enough; redis: only /db)";
-    case url_errc::bad_query:
-        return "unsupported query or fragment (only ?db=N on unix://)";
-    }
-    return "unknown URL error";
-}
+using namespace url_detail;
 
 url_errc parse_node_url(str_view url, node_address& out) noexcept {
     if (url.empty()) {
@@ -429,6 +408,8 @@ url_errc parse_node_url(str_view url, node_address& out) noexcept {
         a.tls = true;
     } else if (equals_icase(scheme, "unix")) {
         e = parse_unix(rest, a);
+    } else if (equals_icase(scheme, "redis-sentinel")) {
+        e = url_detail::parse_sentinel(rest, a);
     }
     if (e == url_errc::ok) {
         out = a;

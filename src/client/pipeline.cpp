@@ -116,7 +116,7 @@ void client_base::setup_reply(std::uint8_t n, std::uint32_t request, const resp_
 void client_base::transmit(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     for (unsigned guard = 0; guard < 1024 && c.fd >= 0; ++guard) {
-        if (c.state == node_state::handshake) {
+        if (c.state == node_state::handshake && !c.sentinel.asking) {
             queue_setup(n, now);
         } else if (c.state == node_state::ready) {
             queue_requests(n, now);
@@ -188,7 +188,8 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
 
 void client_base::read(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    for (unsigned guard = 0; guard < 1024 && c.fd >= 0; ++guard) {
+    const std::uint32_t generation = c.generation;
+    for (unsigned guard = 0; guard < 1024 && c.fd >= 0 && c.generation == generation; ++guard) {
         if (c.rx_size == sizeof c.rx) {
             fail(n, node_error::reply_too_large, 0, now);
             return;
@@ -205,6 +206,9 @@ void client_base::read(std::uint8_t n, instant now) noexcept {
         c.rx_size += r.size;
         c.heard = c.heard || r.size > 0;
         process_replies(n, now);
+        if (c.generation != generation) {
+            return;  // another connection now (a sentinel named the master)
+        }
         // A short read took everything the socket had: stop rather than pay
         // a system call for the would-block. Data arriving later makes the fd
         // readable again (level- and edge-triggered waits both report it);
@@ -217,8 +221,11 @@ void client_base::read(std::uint8_t n, instant now) noexcept {
 
 void client_base::process_replies(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
+    // A reply may end this connection and, for a sentinel's answer, make the
+    // next one at once: the buffer is then the new connection's.
+    const std::uint32_t generation = c.generation;
     std::size_t pos = 0;
-    while (c.fd >= 0 && pos < c.rx_size) {
+    while (c.fd >= 0 && c.generation == generation && pos < c.rx_size) {
         if (c.skip > 0) {
             const std::size_t k = c.skip < c.rx_size - pos ? c.skip : c.rx_size - pos;
             pos += k;
@@ -294,6 +301,9 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
         case reply_to::tracking:
             tracking_reply(n, f.tag, kept ? nodes_ : nullptr, kept ? r.nodes : 0, now);
             break;
+        case reply_to::sentinel:
+            sentinel_reply(n, f.tag, kept ? nodes_ : nullptr, kept ? r.nodes : 0, now);
+            break;
         case reply_to::command:
             if (command_fn_ != nullptr) {
                 const reply_callback fn = command_fn_;
@@ -320,11 +330,18 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
             note_lock_reply(c, nodes_, r.nodes);
             f.lock->machine_.on_reply(n, f.tag, nodes_, r.nodes, now);
             pump_events(*f.lock, now);
+            if (c.address.sentinel_count > 0 && c.generation == generation &&
+                c.report.error == node_error::server_error && c.report.message_size >= 8 &&
+                str_view(c.report.message, 8) == str_view("READONLY")) {
+                // The master was demoted under us: ask the sentinels again.
+                fail(n, node_error::replica, 0, now,
+                     str_view(c.report.message, c.report.message_size));
+            }
             break;
         }
     }
-    if (c.fd < 0) {
-        return;  // dropped meanwhile; the buffer is already empty
+    if (c.fd < 0 || c.generation != generation) {
+        return;  // dropped meanwhile; the buffer is already empty (or another's)
     }
     if (pos > 0) {
         memmove(c.rx, c.rx + pos, c.rx_size - pos);

@@ -20,6 +20,7 @@
 #include "cli/agent_helpers.hpp"
 #include "cli/cli_helpers.hpp"
 #include "integration/redis_server.hpp"
+#include "integration/sentinel_fixture.hpp"
 #include "tools/clock.hpp"
 #include "tools/files.hpp"
 #include "tools/lock_key.hpp"
@@ -307,5 +308,44 @@ TEST_CASE("cli: --min-replicas counts a node once its replicas have the key", "[
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == exit_usage);
+    }
+}
+
+TEST_CASE("cli: a Sentinel-managed master, alone or in a Redlock with plain nodes", "[cli]") {
+    sentinel_deployment d("s3cret");
+    redis_server other1;
+    redis_server other2;
+    temp_dir dir{"edgelock-cli-sentinel"};
+    const std::string pw = dir / "sentinel-pw";
+    REQUIRE(write_file(pw, "s3cret\n"));
+    const std::string key = "cli-sentinel";
+    {
+        const strings args{"run", "--sentinel-password-file", pw, "-N", d.url(), key, "--", "true"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == 0);
+    }
+    {
+        // -N splits where a new URL begins: the sentinel list stays one node.
+        const std::string nodes = d.url() + "," + redis_url(other1) + "," + redis_url(other2);
+        const strings args{"acquire", "--sentinel-password-file", pw, "-N", nodes, key};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        REQUIRE(r.status == 0);
+        const std::string token = lines_of(r.out).at(0);
+        redis_client m(d.master.port());
+        redis_client a(other1.port());
+        redis_client b(other2.port());
+        CHECK(lock_value(m, key) == token);
+        CHECK(lock_value(a, key) == token);
+        CHECK(lock_value(b, key) == token);
+    }
+    {
+        // Without the sentinels' password: no quorum of one, 69, and why.
+        const strings args{"run", "-N", d.url(), key + "-2", "--", "true"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == exit_unavailable);
+        CHECK(contains(r.err, "sentinel"));
     }
 }

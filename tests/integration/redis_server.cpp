@@ -53,8 +53,15 @@ redis_server::redis_server(const redis_tls_files& tls, std::vector<std::string> 
 redis_server::redis_server(std::vector<std::string> extra_args)
     : redis_server(std::move(extra_args), nullptr) {}
 
-redis_server::redis_server(std::vector<std::string> extra_args, const redis_tls_files* tls)
-    : extra_args_(std::move(extra_args)), tls_(tls != nullptr) {
+redis_server redis_server::sentinel(const std::vector<std::string>& config) {
+    return redis_server({}, nullptr, config);
+}
+
+redis_server::redis_server(std::vector<std::string> extra_args, const redis_tls_files* tls,
+                           std::vector<std::string> sentinel_config)
+    : extra_args_(std::move(extra_args)),
+      sentinel_config_(std::move(sentinel_config)),
+      tls_(tls != nullptr) {
     if (tls != nullptr) {
         tls_files_ = *tls;
     }
@@ -101,6 +108,19 @@ void redis_server::start() {
                                      "warning",
                                      "--logfile",
                                      dir_ / "redis.log"};
+    if (!sentinel_config_.empty()) {
+        // A sentinel rewrites its configuration file: one of its own, with
+        // the monitoring lines; the rest as for a server.
+        const std::string conf = dir_ / "sentinel.conf";
+        std::string text;
+        for (const std::string& line : sentinel_config_) {
+            text += line + "\n";
+        }
+        write_file(conf, text);
+        args = {"redis-server", conf,         "--sentinel", "--port",    std::to_string(port_),
+                "--bind",       "127.0.0.1",  "--dir",      dir_.path,   "--daemonize",
+                "no",           "--loglevel", "warning",    "--logfile", dir_ / "redis.log"};
+    }
     if (tls_) {
         args[2] = "0";  // no plain TCP
         const std::vector<std::string> tls = {

@@ -37,6 +37,9 @@ public:
     // TLS only on port() (--tls-port, plain TCP off); the unix socket stays
     // plain, so a redis_client(unix_path()) can look inside.
     redis_server(const redis_tls_files& tls, std::vector<std::string> extra_args);
+    // A sentinel (redis-server --sentinel) with these configuration lines,
+    // e.g. {"sentinel monitor m 127.0.0.1 6379 2"}; it answers on port().
+    static redis_server sentinel(const std::vector<std::string>& config);
     ~redis_server();
     redis_server(const redis_server&) = delete;
     redis_server& operator=(const redis_server&) = delete;
@@ -54,11 +57,13 @@ public:
     void restart();
 
 private:
-    redis_server(std::vector<std::string> extra_args, const redis_tls_files* tls);
+    redis_server(std::vector<std::string> extra_args, const redis_tls_files* tls,
+                 std::vector<std::string> sentinel_config = {});
     void start();
     void stop();
 
     std::vector<std::string> extra_args_;
+    std::vector<std::string> sentinel_config_;  // non-empty: a sentinel
     bool tls_ = false;
     redis_tls_files tls_files_;
     temp_dir dir_{"edgelock-redis"};

@@ -1,0 +1,158 @@
+// Sentinel-managed masters: a redis-sentinel:// node's connection first goes
+// to a sentinel and asks SENTINEL get-master-addr-by-name, then to the master
+// it names, where the set-up runs as for any node (its INFO replication
+// confirms a master: a node that turned replica fails with `replica`). Every
+// connect asks again, so a failover is followed by the next reconnect: after
+// a disconnect, a failed set-up, or a READONLY answer to a lock request (the
+// master was demoted under us), which drops the connection.
+//
+// The sentinels are asked in turn, each within sentinel_timeout, starting
+// with the one that answered last; the asking uses the node's own connection
+// (fd, buffers, pipeline), so it costs no memory and no fd of its own. When
+// none answers with an address the node fails with sentinel_failed and the
+// last one's reason, and backs off like any node.
+#include "client_internal.hpp"
+#include "edgelock/client.hpp"
+#include "edgelock/resp_encoder.hpp"
+
+namespace edgelock {
+
+using namespace detail;
+
+namespace {
+
+constexpr std::uint32_t ask_auth = 0;
+constexpr std::uint32_t ask_master = 1;
+
+}  // namespace
+
+port::endpoint client_base::endpoint_of(std::uint8_t n) const noexcept {
+    const detail::connection& c = conns_[n];
+    port::endpoint where;
+    where.host = c.address.host;
+    where.port = c.address.port;
+    where.unix_path = c.address.unix_path;
+    if (c.address.sentinel_count == 0) {
+        return where;
+    }
+    if (c.sentinel.asking) {
+        const std::uint8_t i = static_cast<std::uint8_t>((c.sentinel.front + c.sentinel.tried) %
+                                                         c.address.sentinel_count);
+        (void)node_url_sentinel(c.address, i, where.host, where.port);
+    } else {
+        where.host = str_view(c.sentinel.host, c.sentinel.host_size);
+        where.port = c.sentinel.port;
+    }
+    return where;
+}
+
+void client_base::sentinel_begin(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.sentinel.asking = true;
+    c.sentinel.tried = 0;
+    c.timers.set(connection_timer::connect, now + options_.sentinel_timeout);
+    c.attempt = 0;
+    try_addresses(n, now);
+}
+
+// The sentinel being asked failed us: the next one, within its own time.
+// False when every sentinel has been asked: the node fails.
+bool client_base::sentinel_next(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    if (c.sentinel.tried + 1 >= c.address.sentinel_count) {
+        c.sentinel.asking = false;
+        return false;
+    }
+    ++c.sentinel.tried;
+    drop(n, now);
+    c.state = node_state::connecting;
+    c.timers.set(connection_timer::connect, now + options_.sentinel_timeout);
+    c.attempt = 0;
+    try_addresses(n, now);
+    return true;
+}
+
+// Connected to a sentinel: [AUTH], then where the master is.
+void client_base::sentinel_query(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.state = node_state::handshake;
+    if (!options_.sentinel_password.empty()) {
+        str_view auth[3] = {"AUTH"};
+        std::size_t argc = 1;
+        if (!options_.sentinel_username.empty()) {
+            auth[argc++] = options_.sentinel_username;
+        }
+        auth[argc++] = options_.sentinel_password;
+        const resp_encoded e = resp_encode_command(c.tx, sizeof c.tx, auth, argc);
+        c.tx_size = e.size;
+        detail::in_flight f;
+        f.to = reply_to::sentinel;
+        f.tag = ask_auth;
+        push_in_flight(n, f, now);
+    }
+    const str_view ask[] = {"SENTINEL", "get-master-addr-by-name", c.address.master_name};
+    const resp_encoded e = resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, ask, 3);
+    c.tx_size += e.size;
+    detail::in_flight f;
+    f.to = reply_to::sentinel;
+    f.tag = ask_master;
+    push_in_flight(n, f, now);
+    transmit(n, now);
+}
+
+void client_base::sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
+                                 std::size_t count, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    const std::size_t top = count > 0 ? skip_attributes(nodes, count, 0) : 0;
+    const bool error = nodes != nullptr && top < count && nodes[top].is_error();
+    if (error) {
+        c.report.set_message(nodes[top].text);
+    }
+    if (tag == ask_auth && !error) {
+        return;  // +OK; the address comes next
+    }
+    // [host, port]: two strings.
+    std::uint32_t port = 0;
+    bool found = !error && nodes != nullptr && top + 2 < count &&
+                 nodes[top].type == resp_type::array && nodes[top].count == 2 &&
+                 nodes[top + 1].has_text() && nodes[top + 2].has_text() &&
+                 nodes[top + 1].text.size > 0 && nodes[top + 1].text.size <= node_url_max_host;
+    if (found) {
+        const str_view p = nodes[top + 2].text;
+        for (std::size_t i = 0; i < p.size && found; ++i) {
+            found = p[i] >= '0' && p[i] <= '9' && port <= 6553;
+            port = port * 10 + static_cast<std::uint32_t>(p[i] - '0');
+        }
+        found = found && port > 0 && port <= 65535;
+    }
+    if (!found) {
+        if (!error) {
+            c.report.set_message(nodes != nullptr && top < count &&
+                                         nodes[top].type == resp_type::null
+                                     ? str_view("the sentinel does not know the master name")
+                                     : str_view("a sentinel answer that is not [host, port]"));
+        }
+        if (!sentinel_next(n, now)) {
+            fail(n, node_error::sentinel_failed, 0, now, str_view());
+        }
+        return;
+    }
+    const str_view host = nodes[top + 1].text;
+    for (std::size_t i = 0; i < host.size; ++i) {
+        c.sentinel.host[i] = host[i];
+    }
+    c.sentinel.host_size = static_cast<std::uint8_t>(host.size);
+    c.sentinel.port = static_cast<std::uint16_t>(port);
+    c.sentinel.front =
+        static_cast<std::uint8_t>((c.sentinel.front + c.sentinel.tried) % c.address.sentinel_count);
+    c.sentinel.asking = false;
+    c.report.message_size = 0;
+    // Now to the master, with the whole connect_timeout.
+    drop(n, now);
+    c.state = node_state::connecting;
+    c.timers.set(connection_timer::connect, now + options_.connect_timeout);
+    c.attempt = 0;
+    try_addresses(n, now);
+}
+
+}  // namespace edgelock

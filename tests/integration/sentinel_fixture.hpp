@@ -1,0 +1,100 @@
+// Test fixture: a Sentinel deployment on loopback, a master with one replica
+// watched by three sentinels (monitoring "mymaster", quorum 2), ready when
+// the replica is linked and every sentinel knows both.
+//
+//   edgelock_test::sentinel_deployment d;
+//   const std::string url = d.url();   // redis-sentinel://127.0.0.1:P1,...,P3/mymaster
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "integration/redis_server.hpp"
+#include "tools/clock.hpp"
+
+namespace edgelock_test {
+
+// The sentinel's answer to `args`, AUTH first when it has a password.
+inline reply ask_sentinel(redis_server& sentinel, const std::vector<std::string>& args,
+                          const std::string& password = "") {
+    redis_client s(sentinel.port());
+    if (!password.empty()) {
+        s.command({"AUTH", password});
+    }
+    return s.command(args);
+}
+
+// The port the sentinel names for `name`, or 0.
+inline long long named_port(redis_server& sentinel, const std::string& name,
+                            const std::string& password = "") {
+    const reply r = ask_sentinel(sentinel, {"SENTINEL", "get-master-addr-by-name", name}, password);
+    return r.elements.size() == 2 ? std::atoll(r.elements[1].text.c_str()) : 0;
+}
+
+// ROLE's first word, on a connection of its own (a server that changes role
+// may close its clients' connections); "" when it cannot say.
+inline std::string role(redis_server& server) {
+    try {
+        redis_client c(server.port());
+        const reply r = c.command({"ROLE"});
+        return r.elements.empty() ? "" : r.elements[0].text;
+    } catch (const std::exception&) {
+        return "";
+    }
+}
+
+struct sentinel_deployment {
+    redis_server master;
+    redis_server replica;
+    std::vector<std::unique_ptr<redis_server>> sentinels;
+    std::string password;  // the sentinels' own, if any
+
+    // sentinel_password: the sentinels require it (requirepass), and give it
+    // to each other.
+    explicit sentinel_deployment(const std::string& sentinel_password = "")
+        : replica({"--replicaof", "127.0.0.1", std::to_string(master.port())}),
+          password(sentinel_password) {
+        std::vector<std::string> config = {
+            "sentinel monitor mymaster 127.0.0.1 " + std::to_string(master.port()) + " 2",
+            "sentinel down-after-milliseconds mymaster 1000",
+            "sentinel failover-timeout mymaster 5000"};
+        if (!password.empty()) {
+            config.push_back("requirepass " + password);
+            config.push_back("sentinel sentinel-pass " + password);
+        }
+        for (int i = 0; i < 3; ++i) {
+            sentinels.emplace_back(new redis_server(redis_server::sentinel(config)));
+        }
+        // Linked, and every sentinel knows the master and its replica.
+        redis_client r(replica.port());
+        const double until = mono_s() + 15;
+        while (r.command({"INFO", "replication"}).text.find("master_link_status:up") ==
+               std::string::npos) {
+            REQUIRE(mono_s() < until);
+            sleep_ms(20);
+        }
+        for (auto& s : sentinels) {
+            while (
+                ask_sentinel(*s, {"SENTINEL", "replicas", "mymaster"}, password).elements.empty()) {
+                REQUIRE(mono_s() < until);
+                sleep_ms(50);
+            }
+        }
+    }
+
+    std::string url(std::size_t from = 0, const std::string& name = "mymaster") const {
+        std::string hosts;
+        for (std::size_t i = from; i < sentinels.size(); ++i) {
+            hosts += (hosts.empty() ? "" : ",") + std::string("127.0.0.1:") +
+                     std::to_string(sentinels[i]->port());
+        }
+        return "redis-sentinel://" + hosts + "/" + name;
+    }
+};
+
+}  // namespace edgelock_test
