@@ -4,7 +4,11 @@
 // the next one is asked; after SENTINEL FAILOVER the client follows the
 // promoted replica (the old master answers READONLY, the client asks again);
 // an unknown master name or no sentinel at all fails the node with the
-// reason, in bounded time.
+// reason, in bounded time; sentinels with a password. And the failover that
+// loses a lock: the master dies before the key reaches its replica, the
+// replica is promoted, a second holder takes the lock there, and the first
+// holder's older fencing token is refused by the storage; with min_replicas
+// the first acquisition fails instead.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -160,4 +164,90 @@ TEST_CASE("sentinel: sentinels with a password of their own", "[integration][sen
     redis_client master(d.master.port());
     CHECK(master.command({"GET", key_of("sentinel-auth")}).text == hex(l.token()));
     must_release(l);
+}
+
+TEST_CASE("sentinel: the failover that loses a lock, and what fencing and min_replicas do",
+          "[integration][sentinel]") {
+    // A storage that takes a write only with a token at least the highest
+    // it has seen: what a fenced resource does.
+    struct fenced_store {
+        std::uint64_t highest = 0;
+        bool write(std::uint64_t token) {
+            if (token < highest) {
+                return false;
+            }
+            highest = token;
+            return true;
+        }
+    } store;
+    sentinel_deployment d;
+    const url_list urls({d.url()});
+    client<1> ca;
+    configure(ca, urls);
+    lock_options fenced = edgelock_test::options(30000, 300);  // A outlives the failover
+    fenced.mode = lock_mode::fenced;
+
+    // The replica stops (so it cannot reconnect) and the master drops its
+    // link: what the master takes from now on reaches no replica.
+    d.replica.pause();
+    {
+        redis_client m(d.master.port());
+        REQUIRE(m.command({"CLIENT", "KILL", "TYPE", "replica"}).integer == 1);
+    }
+
+    // With min_replicas 1, A's acquisition fails instead of holding a key
+    // that no replica has.
+    {
+        lock_options careful = fenced;
+        careful.min_replicas = 1;
+        careful.replica_timeout = duration::millis(100);
+        client_lock a;
+        REQUIRE(a.attach(ca, "seed-job", careful, no_watchdog()) == client_errc::ok);
+        const op_result r = a.try_acquire();
+        INFO(what(r));
+        CHECK(r.event.kind == lock_event_kind::failed);
+        CHECK(r.event.reason == lock_failure::not_replicated);
+    }
+
+    // Without it, A holds the lock on the master alone, and writes.
+    client_lock a;
+    REQUIRE(a.attach(ca, "seed-job", fenced, no_watchdog()) == client_errc::ok);
+    const op_result ra = a.try_acquire();
+    INFO(what(ra));
+    REQUIRE(ra.event.kind == lock_event_kind::acquired);
+    const std::uint64_t token_a = ra.event.fence;
+    REQUIRE(store.write(token_a));
+
+    // The master dies; the replica, which never got the key, is promoted
+    // (it was stopped for a moment only: the sentinels still count it).
+    d.master.kill();
+    d.replica.resume();
+    const double killed = mono_s();
+    const double until = killed + 30;
+    while (named_port(*d.sentinels[0], "mymaster") != d.replica.port() ||
+           role(d.replica) != "master") {
+        REQUIRE(mono_s() < until);
+        sleep_ms(50);
+    }
+
+    // B takes the same lock on the new master: two holders now.
+    client<1> cb;
+    configure(cb, urls);
+    lock_options waiting = fenced;
+    waiting.max_tries = 1000;
+    waiting.retry_min = duration::millis(50);
+    waiting.retry_max = duration::millis(100);
+    client_lock b;
+    REQUIRE(b.attach(cb, "seed-job", waiting, no_watchdog()) == client_errc::ok);
+    const op_result rb = b.acquire(duration::seconds(10));
+    INFO(what(rb));
+    REQUIRE(rb.event.kind == lock_event_kind::acquired);
+    INFO("failover and B's acquisition took " << mono_s() - killed << " s");
+    CHECK(a.held());  // A still believes it holds the lock
+    const std::uint64_t token_b = rb.event.fence;
+    CHECK(token_b > token_a);
+    CHECK(store.write(token_b));
+    // A's next write, with its older token, is refused by the storage.
+    CHECK_FALSE(store.write(token_a));
+    must_release(b);
 }
