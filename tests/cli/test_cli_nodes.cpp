@@ -349,3 +349,23 @@ TEST_CASE("cli: a Sentinel-managed master, alone or in a Redlock with plain node
         CHECK(contains(r.err, "sentinel"));
     }
 }
+
+TEST_CASE("cli: the Sentinel master killed under a running job ends it, never hangs", "[cli]") {
+    sentinel_deployment d;
+    temp_dir dir{"edgelock-cli-sentinel-kill"};
+    const std::string started = dir / "started";
+    // A job longer than the ttl: the agent must renew on whichever master
+    // the sentinels name, or stop the job when it cannot.
+    agent_run run({"run", "-t", "3s", "--grace", "1s", "-N", d.url(), "cli-sentinel-kill", "--",
+                   "sh", "-c", "touch " + started + "; sleep 8"},
+                  {});
+    REQUIRE(wait_for([&] { return file_exists(started); }, 10.0));
+    d.master.kill();
+    const double killed = mono_s();
+    const run_result r = run.finish(30.0);
+    INFO(show(run.args, r));
+    // 0: renewed on the promoted replica throughout; 75: the lock was lost
+    // (or about to be) and the job stopped. Either way, in bounded time.
+    CHECK((r.status == 0 || r.status == exit_lost));
+    CHECK(mono_s() - killed < 15.0);
+}
