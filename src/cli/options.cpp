@@ -132,6 +132,18 @@ bool url_begins(const std::string& s, std::size_t at) {
            s.compare(i, 3, "://") == 0;
 }
 
+// A decimal in 0..255, nothing else.
+bool parse_byte(const std::string& v, unsigned& out) {
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || errno != 0 || n < 0 || n > 255) {
+        return false;
+    }
+    out = static_cast<unsigned>(n);
+    return true;
+}
+
 bool split_nodes(const std::string& list, std::vector<std::string>& out) {
     // A comma ends a URL only where another begins (or where nothing does:
     // an empty node), so a redis-sentinel:// URL keeps its list of hosts.
@@ -309,30 +321,21 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
             }
         } else if (name == "-n" || name == "--nonblock") {
             o.nonblock = true;
-        } else if (name == "-E" || name == "--conflict-exit-code") {
+        } else if (name == "-E" || name == "--conflict-exit-code" || name == "--min-replicas") {
+            unsigned n = 0;
             if (!value_of(arg, name.size(), v)) {
                 return false;
             }
-            char* end = nullptr;
-            errno = 0;
-            const long code = std::strtol(v.c_str(), &end, 10);
-            if (v.empty() || *end != '\0' || errno != 0 || code < 0 || code > 255) {
-                error = "--conflict-exit-code must be 0..255, not '" + v + "'";
+            if (!parse_byte(v, n)) {
+                error = (name == "-E" ? std::string("--conflict-exit-code") : name) +
+                        " must be 0..255, not '" + v + "'";
                 return false;
             }
-            o.conflict_exit = static_cast<int>(code);
-        } else if (name == "--min-replicas") {
-            if (!value_of(arg, name.size(), v)) {
-                return false;
+            if (name == "--min-replicas") {
+                o.min_replicas = n;
+            } else {
+                o.conflict_exit = static_cast<int>(n);
             }
-            char* end = nullptr;
-            errno = 0;
-            const long n = std::strtol(v.c_str(), &end, 10);
-            if (v.empty() || *end != '\0' || errno != 0 || n < 0 || n > 255) {
-                error = "--min-replicas must be 0..255, not '" + v + "'";
-                return false;
-            }
-            o.min_replicas = static_cast<unsigned>(n);
         } else if (arg == "--fencing") {
             o.fencing = true;
         } else if (name == "--password-file") {

@@ -271,17 +271,8 @@ TEST_CASE("cli: fencing tokens keep increasing as nodes die and come back empty"
 }
 
 TEST_CASE("cli: --min-replicas counts a node once its replicas have the key", "[cli]") {
-    redis_server master;
-    redis_server replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
-    {
-        redis_client r(replica.port());
-        const double until = mono_s() + 10;
-        while (r.command({"INFO", "replication"}).text.find("master_link_status:up") ==
-               std::string::npos) {
-            REQUIRE(mono_s() < until);
-            sleep_ms(20);
-        }
-    }
+    replicated_pair pair;
+    redis_server& master = pair.master;
     const std::string key = "cli-replicas";
     {
         const strings args{"run", "--min-replicas", "1", "-N", redis_url(master), key, "--",

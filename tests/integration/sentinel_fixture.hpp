@@ -1,6 +1,6 @@
-// Test fixture: a Sentinel deployment on loopback, a master with one replica
-// watched by three sentinels (monitoring "mymaster", quorum 2), ready when
-// the replica is linked and every sentinel knows both.
+// Test fixtures: a master with one replica, linked; and a Sentinel
+// deployment on loopback, such a pair watched by three sentinels (monitoring
+// "mymaster", quorum 2), ready when every sentinel knows both.
 //
 //   edgelock_test::sentinel_deployment d;
 //   const std::string url = d.url();   // redis-sentinel://127.0.0.1:P1,...,P3/mymaster
@@ -48,17 +48,35 @@ inline std::string role(redis_server& server) {
     }
 }
 
-struct sentinel_deployment {
+// Until the replica's link to its master is up (15 s at most).
+inline void wait_linked(redis_server& replica) {
+    redis_client r(replica.port());
+    const double until = mono_s() + 15;
+    while (r.command({"INFO", "replication"}).text.find("master_link_status:up") ==
+           std::string::npos) {
+        REQUIRE(mono_s() < until);
+        sleep_ms(20);
+    }
+}
+
+// A master and one replica of it, linked.
+struct replicated_pair {
     redis_server master;
     redis_server replica;
+
+    replicated_pair() : replica({"--replicaof", "127.0.0.1", std::to_string(master.port())}) {
+        wait_linked(replica);
+    }
+};
+
+struct sentinel_deployment : replicated_pair {
     std::vector<std::unique_ptr<redis_server>> sentinels;
     std::string password;  // the sentinels' own, if any
 
     // sentinel_password: the sentinels require it (requirepass), and give it
     // to each other.
     explicit sentinel_deployment(const std::string& sentinel_password = "")
-        : replica({"--replicaof", "127.0.0.1", std::to_string(master.port())}),
-          password(sentinel_password) {
+        : password(sentinel_password) {
         std::vector<std::string> config = {
             "sentinel monitor mymaster 127.0.0.1 " + std::to_string(master.port()) + " 2",
             "sentinel down-after-milliseconds mymaster 1000",
@@ -70,21 +88,34 @@ struct sentinel_deployment {
         for (int i = 0; i < 3; ++i) {
             sentinels.emplace_back(new redis_server(redis_server::sentinel(config)));
         }
-        // Linked, and every sentinel knows the master and its replica.
-        redis_client r(replica.port());
+        // Every sentinel knows the replica, and has heard from it that its
+        // link is up (a sentinel will not promote one it has not).
         const double until = mono_s() + 15;
-        while (r.command({"INFO", "replication"}).text.find("master_link_status:up") ==
-               std::string::npos) {
-            REQUIRE(mono_s() < until);
-            sleep_ms(20);
-        }
         for (auto& s : sentinels) {
-            while (
-                ask_sentinel(*s, {"SENTINEL", "replicas", "mymaster"}, password).elements.empty()) {
+            while (!knows_linked_replica(*s)) {
                 REQUIRE(mono_s() < until);
                 sleep_ms(50);
             }
         }
+    }
+
+    bool knows_linked_replica(redis_server& sentinel) const {
+        const reply r = ask_sentinel(sentinel, {"SENTINEL", "replicas", "mymaster"}, password);
+        for (const reply& one : r.elements) {
+            std::string flags;
+            std::string link;
+            for (std::size_t i = 0; i + 1 < one.elements.size(); i += 2) {
+                if (one.elements[i].text == "flags") {
+                    flags = one.elements[i + 1].text;
+                } else if (one.elements[i].text == "master-link-status") {
+                    link = one.elements[i + 1].text;
+                }
+            }
+            if (flags == "slave" && link == "ok") {
+                return true;
+            }
+        }
+        return false;
     }
 
     std::string url(std::size_t from = 0, const std::string& name = "mymaster") const {

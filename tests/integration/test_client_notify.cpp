@@ -18,6 +18,7 @@
 #include "edgelock/client.hpp"
 #include "edgelock/port.hpp"
 #include "integration/client_helpers.hpp"
+#include "integration/notify_helpers.hpp"
 #include "integration/redis_server.hpp"
 
 using namespace edgelock;
@@ -25,35 +26,11 @@ using namespace edgelock_test;  // the helpers of tests/cli and tests/integratio
 
 namespace {
 
-constexpr double told_bound_ms = 1500;  // the retry delay is 3000 ms
-
 client_options resp3() {
     client_options o;
     o.resp3 = true;
     return o;
 }
-
-lock_options waiting_options() {
-    lock_options o = edgelock_test::options(5000, 200);
-    o.retry_min = duration::millis(3000);
-    o.retry_max = duration::millis(3000);
-    return o;
-}
-
-long long calls(redis_client& admin, const std::string& command) {
-    return edgelock_test::command_calls(admin, command);
-}
-
-// Runs `action` on its own thread after `after_ms`, joined on destruction.
-struct later {
-    std::thread t;
-    later(int after_ms, std::function<void()> action)
-        : t([after_ms, action] {
-              std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
-              action();
-          }) {}
-    ~later() { t.join(); }
-};
 
 }  // namespace
 
@@ -87,28 +64,7 @@ TEST_CASE("notify: a waiter is told when another client's key goes", "[integrati
     };
     for (const gone_case& k : cases) {
         INFO(k.what);
-        REQUIRE(admin.command(k.hold).text == "OK");
-        REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
-        const instant t0 = port::now();
-        op_result r;
-        {
-            redis_client actor(srv.port());
-            const later act(150, [&] {
-                if (!k.act.empty()) {
-                    actor.command(k.act);
-                }
-            });
-            r = l.acquire(duration::seconds(6));
-        }
-        INFO(what(r));
-        REQUIRE(r.event.kind == lock_event_kind::acquired);
-        CHECK(ms_since(t0) < told_bound_ms);
-        CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
-        // The SET that found the key taken, the script that said for how
-        // long (and registered the waiter), the one attempt it was told to
-        // make: no polls.
-        CHECK(calls(admin, "evalsha") == 2);
-        must_release(l);
+        told_when_gone(srv, l, k.hold, k.act);
     }
 }
 

@@ -21,6 +21,7 @@
 #include "edgelock/client.hpp"
 #include "edgelock/port.hpp"
 #include "integration/client_helpers.hpp"
+#include "integration/notify_helpers.hpp"
 #include "integration/redis_server.hpp"
 #include "integration/sub_relay.hpp"
 
@@ -29,31 +30,11 @@ using namespace edgelock_test;  // the helpers of tests/cli and tests/integratio
 
 namespace {
 
-constexpr double told_bound_ms = 1500;  // the retry delay is 3000 ms
-
 client_options resp2() {
     client_options o;
     o.resp3 = false;
     return o;
 }
-
-lock_options waiting_options() {
-    lock_options o = edgelock_test::options(5000, 200);
-    o.retry_min = duration::millis(3000);
-    o.retry_max = duration::millis(3000);
-    return o;
-}
-
-// Runs `action` on its own thread after `after_ms`, joined on destruction.
-struct later {
-    std::thread t;
-    later(int after_ms, std::function<void()> action)
-        : t([after_ms, action] {
-              std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
-              action();
-          }) {}
-    ~later() { t.join(); }
-};
 
 // Runs the client until node 0 is told of keys, or 3 s pass.
 bool until_tracking(client_base& c) {
@@ -109,35 +90,6 @@ long long server_stat(redis_client& admin, const std::string& field) {
     const std::string text = admin.command({"INFO", "stats"}).text;
     const std::size_t at = text.find(field + ":");
     return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + field.size() + 1);
-}
-
-// A waiter of `l` acquires once the other client's hold of the key ends by
-// `act` 150 ms in (nothing: it expires), within the told bound and without a
-// poll.
-void told_when_gone(redis_server& srv, client_lock& l, const std::vector<std::string>& hold,
-                    const std::vector<std::string>& act) {
-    redis_client admin(srv.port());
-    REQUIRE(admin.command(hold).text == "OK");
-    REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
-    const instant t0 = port::now();
-    op_result r;
-    {
-        redis_client actor(srv.port());
-        const later go(150, [&] {
-            if (!act.empty()) {
-                actor.command(act);
-            }
-        });
-        r = l.acquire(duration::seconds(6));
-    }
-    INFO(what(r));
-    REQUIRE(r.event.kind == lock_event_kind::acquired);
-    CHECK(ms_since(t0) < told_bound_ms);
-    CHECK(admin.command({"GET", hold.at(1)}).text == hex(l.token()));
-    // The SET that found the key taken, the script that registered the
-    // waiter, the one attempt it was told to make: no polls.
-    CHECK(command_calls(admin, "evalsha") == 2);
-    must_release(l);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "edgelock/port.hpp"
 #include "integration/client_helpers.hpp"
 #include "integration/redis_server.hpp"
+#include "integration/sentinel_fixture.hpp"
 #include "tools/clock.hpp"
 
 using namespace edgelock;
@@ -25,26 +26,10 @@ lock_options replicated(std::uint8_t replicas) {
     return o;
 }
 
-// A master and one replica of it, linked.
-struct pair_of_servers {
-    redis_server master;
-    redis_server replica;
-
-    pair_of_servers() : replica({"--replicaof", "127.0.0.1", std::to_string(master.port())}) {
-        redis_client r(replica.port());
-        const instant t0 = port::now();
-        while (r.command({"INFO", "replication"}).text.find("master_link_status:up") ==
-               std::string::npos) {
-            REQUIRE(ms_since(t0) < 10000);
-            sleep_ms(20);
-        }
-    }
-};
-
 }  // namespace
 
 TEST_CASE("replicas: a lock counts once its replica has the key", "[integration][replicas]") {
-    pair_of_servers s;
+    replicated_pair s;
     redis_client master(s.master.port());
     redis_client replica(s.replica.port());
     const url_list urls({redis_url(s.master)});
@@ -74,7 +59,7 @@ TEST_CASE("replicas: a lock counts once its replica has the key", "[integration]
 
 TEST_CASE("replicas: a frozen replica fails the acquire and the renew, not the lock's safety",
           "[integration][replicas]") {
-    pair_of_servers s;
+    replicated_pair s;
     redis_client master(s.master.port());
     const url_list urls({redis_url(s.master)});
     client<1> c;
