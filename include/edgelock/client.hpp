@@ -357,6 +357,7 @@ private:
     // Sentinel-managed masters (sentinel.cpp).
     void sentinel_begin(std::uint8_t n, instant now) noexcept;
     bool sentinel_next(std::uint8_t n, instant now) noexcept;
+    void sentinel_reconnect(std::uint8_t n, instant now, duration allowance) noexcept;
     void sentinel_query(std::uint8_t n, instant now) noexcept;
     void sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
                         std::size_t count, instant now) noexcept;

@@ -14,6 +14,7 @@
 #include "client_internal.hpp"
 #include "edgelock/client.hpp"
 #include "edgelock/resp_encoder.hpp"
+#include "node_url_internal.hpp"
 
 namespace edgelock {
 
@@ -64,12 +65,19 @@ bool client_base::sentinel_next(std::uint8_t n, instant now) noexcept {
         return false;
     }
     ++c.sentinel.tried;
+    sentinel_reconnect(n, now, options_.sentinel_timeout);
+    return true;
+}
+
+// Ends this connection and makes the next one (to a sentinel, or to the
+// master one named), within `allowance`.
+void client_base::sentinel_reconnect(std::uint8_t n, instant now, duration allowance) noexcept {
+    detail::connection& c = conns_[n];
     drop(n, now);
     c.state = node_state::connecting;
-    c.timers.set(connection_timer::connect, now + options_.sentinel_timeout);
+    c.timers.set(connection_timer::connect, now + allowance);
     c.attempt = 0;
     try_addresses(n, now);
-    return true;
 }
 
 // Connected to a sentinel: [AUTH], then where the master is.
@@ -117,14 +125,7 @@ void client_base::sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_n
                  nodes[top].type == resp_type::array && nodes[top].count == 2 &&
                  nodes[top + 1].has_text() && nodes[top + 2].has_text() &&
                  nodes[top + 1].text.size > 0 && nodes[top + 1].text.size <= node_url_max_host;
-    if (found) {
-        const str_view p = nodes[top + 2].text;
-        for (std::size_t i = 0; i < p.size && found; ++i) {
-            found = p[i] >= '0' && p[i] <= '9' && port <= 6553;
-            port = port * 10 + static_cast<std::uint32_t>(p[i] - '0');
-        }
-        found = found && port > 0 && port <= 65535;
-    }
+    found = found && url_detail::parse_decimal(nodes[top + 2].text, 65535, port) && port > 0;
     if (!found) {
         if (!error) {
             c.report.set_message(nodes != nullptr && top < count &&
@@ -147,12 +148,7 @@ void client_base::sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_n
         static_cast<std::uint8_t>((c.sentinel.front + c.sentinel.tried) % c.address.sentinel_count);
     c.sentinel.asking = false;
     c.report.message_size = 0;
-    // Now to the master, with the whole connect_timeout.
-    drop(n, now);
-    c.state = node_state::connecting;
-    c.timers.set(connection_timer::connect, now + options_.connect_timeout);
-    c.attempt = 0;
-    try_addresses(n, now);
+    sentinel_reconnect(n, now, options_.connect_timeout);  // now to the master
 }
 
 }  // namespace edgelock

@@ -84,10 +84,8 @@ void client_base::sub_connect(std::uint8_t n, instant now) noexcept {
     s.subscribed = false;
     s.id = 0;
     s.rx_size = 0;
-    port::endpoint where;
-    where.host = c.address.host;
-    where.port = c.address.port;
-    where.unix_path = c.address.unix_path;
+    // Where the lock connection went: for a Sentinel node, the master it named.
+    const port::endpoint where = endpoint_of(n);
     for (; s.attempt < max_addresses; ++s.attempt) {
         int fd = -1;
         const port::net_result r = port::connect(where, s.attempt, fd);

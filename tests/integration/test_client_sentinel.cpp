@@ -253,3 +253,26 @@ TEST_CASE("sentinel: the failover that loses a lock, and what fencing and min_re
     CHECK_FALSE(store.write(token_a));
     must_release(b);
 }
+
+TEST_CASE("sentinel: a RESP2 node's subscription goes to the master, not a sentinel",
+          "[integration][sentinel][notify]") {
+    sentinel_deployment d;
+    const url_list urls({d.url()});
+    client_options o;
+    o.resp3 = false;
+    client<1> c;
+    configure(c, urls, o);
+    REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+    const instant t0 = port::now();
+    while (!c.node(0).tracking && ms_since(t0) < 3000) {
+        REQUIRE(c.run_for(duration::millis(10)) == client_errc::ok);
+    }
+    INFO(what(c.node(0)));
+    CHECK(c.node(0).tracking);
+    redis_client master(d.master.port());
+    // Subscribed on the master itself (the sentinels' own subscriptions there
+    // are to another channel).
+    const reply numsub = master.command({"PUBSUB", "NUMSUB", "__redis__:invalidate"});
+    REQUIRE(numsub.elements.size() == 2);
+    CHECK(numsub.elements[1].integer == 1);
+}
