@@ -2,7 +2,8 @@
 //
 // A client owns one connection per node, shared by every lock attached to it;
 // requests of many locks are pipelined on it and matched to their replies in
-// order. A round goes out to all nodes before the client waits on any, so a
+// order. A redis-cluster:// node also uses the client's extra connections
+// (client<N, M>), one per further master its locks' hash slots are on. A round goes out to all nodes before the client waits on any, so a
 // Redlock acquisition costs the slowest reply of its quorum. Nothing here
 // allocates or throws; sockets, time and randomness come from the port
 // (include/edgelock/port.hpp), so link a port target such as edgelock::port_posix.
@@ -141,12 +142,17 @@ enum class reply_to : std::uint8_t {
     discard,   // a reply whose lock was detached, or a command given up
     tracking,  // CLIENT TRACKING ON REDIRECT to the node's subscription
     sentinel,  // a sentinel's answer: `tag` is 0 for AUTH, 1 for the master's address
+    cluster,   // CLUSTER SLOTS, the map of a redis-cluster:// node
 };
+
+// No connection: a route not known, an extra connection no node has taken.
+constexpr std::uint8_t no_connection = 0xff;
 
 struct in_flight {
     client_lock* lock = nullptr;
     std::uint32_t tag = 0;
     reply_to to = reply_to::discard;
+    bool follows = false;  // a lock's WAIT, behind its request
 };
 
 // A connection's timers.
@@ -183,15 +189,29 @@ struct subscription {
     char rx[EDGELOCK_CLIENT_SUB_BUFFER];
 };
 
-// Where a redis-sentinel:// node's master is, as a sentinel said
-// (sentinel.cpp).
+// Where a connection goes when it is not where its URL says: the master a
+// sentinel named, or the Cluster master an extra connection serves.
+struct peer {
+    std::uint8_t host_size = 0;
+    std::uint16_t port = 0;  // 0: not known
+    char host[node_url_max_host + 1] = {};
+    str_view host_view() const noexcept { return str_view(host, host_size); }
+};
+
+// A redis-sentinel:// node's asking (sentinel.cpp).
 struct sentinel_state {
     bool asking = false;     // the connection is to a sentinel, asking
     std::uint8_t tried = 0;  // sentinels asked in this round of asking
     std::uint8_t front = 0;  // the one that answered last: asked first
-    std::uint8_t host_size = 0;
-    std::uint16_t port = 0;  // 0: no sentinel has said yet
-    char host[node_url_max_host + 1] = {};
+};
+
+// A redis-cluster:// node (cluster.cpp): its own connection goes to a seed,
+// its extra connections to the masters its locks' slots are on.
+struct cluster_state {
+    std::uint8_t seed = 0;    // the seed the node's own connection tries
+    bool map_due = false;     // CLUSTER SLOTS is to be asked
+    bool map_out = false;     // and its reply is awaited
+    bool map_unread = false;  // it did not fit the receive buffer: not asked again
 };
 
 struct connection {
@@ -214,8 +234,11 @@ struct connection {
     reply_fifo<in_flight, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
     subscription sub;                                      // RESP2 waiters are told through it
     sentinel_state sentinel;                               // redis-sentinel:// nodes
-    bool redirect_due = false;     // CLIENT TRACKING ... REDIRECT sub.id is still to send
-    std::uint32_t generation = 0;  // counts drops: a reply loop stops when its connection went
+    cluster_state cluster;                                 // redis-cluster:// nodes
+    peer target;                        // a master named by a sentinel or a Cluster's map
+    std::uint8_t node = no_connection;  // the node it serves (its own index, for the first N)
+    bool redirect_due = false;          // CLIENT TRACKING ... REDIRECT sub.id is still to send
+    std::uint32_t generation = 0;       // counts drops: a reply loop stops when its connection went
     char rx[EDGELOCK_CLIENT_RX_BUFFER];
     char tx[EDGELOCK_CLIENT_TX_BUFFER];
 };
@@ -269,9 +292,10 @@ public:
     // wanted (port::want_read / want_write); returns how many there are (may
     // exceed capacity: pass fd_capacity() entries and it never does).
     std::size_t wanted(port::wait_entry* out, std::size_t capacity) const noexcept;
-    // Two fds per node at most: the lock connection and, on a RESP2 node
-    // with notify, its subscription.
-    std::size_t fd_capacity() const noexcept { return 2u * node_count_; }
+    // Two fds per connection at most: the lock connection and, on a RESP2
+    // node with notify, its subscription. A client with a redis-cluster://
+    // node also counts its extra connections (client<N, M>).
+    std::size_t fd_capacity() const noexcept { return 2u * conn_count_; }
     // When the client must be called next: on_timeout() at this instant.
     instant next_deadline() const noexcept;
     // The fd is ready (port::want_read / want_write / ready_error bits). With
@@ -290,8 +314,10 @@ public:
     static random_source system_random() noexcept;
 
 protected:
-    client_base(detail::connection* conns, std::uint8_t capacity) noexcept
-        : conns_(conns), capacity_(capacity) {}
+    client_base(detail::connection* conns, std::uint8_t capacity, std::uint8_t extra) noexcept
+        : conns_(conns),
+          capacity_(capacity),
+          conn_total_(static_cast<std::uint8_t>(capacity + extra)) {}
     ~client_base();
     // Closes every connection and detaches every lock; client<N> calls it
     // while its connections still exist.
@@ -362,6 +388,24 @@ private:
     void sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
                         std::size_t count, instant now) noexcept;
     port::endpoint endpoint_of(std::uint8_t n) const noexcept;
+    // Redis Cluster nodes (cluster.cpp). A lock's requests to node `node`
+    // go out on served_by(l, node); connection n serves node node_of(n).
+    std::uint8_t node_of(std::uint8_t n) const noexcept { return conns_[n].node; }
+    static std::uint8_t served_by(const client_lock& l, std::uint8_t node) noexcept;
+    bool serves(std::uint8_t n, const client_lock& l) const noexcept;
+    void cluster_attach(client_lock& l) noexcept;
+    // A MOVED or ASK answer to a lock's request on connection n: true when
+    // the request goes out again where the node said.
+    bool cluster_redirect(std::uint8_t n, client_lock& l, std::uint32_t tag, const resp_node* nodes,
+                          std::size_t count, instant now) noexcept;
+    // The connection of cluster node `node` to host:port, taken or made;
+    // no_connection when every extra connection is in use.
+    std::uint8_t cluster_connection(std::uint8_t node, str_view host, std::uint16_t port,
+                                    instant now) noexcept;
+    bool queue_cluster_map(std::uint8_t n, instant now) noexcept;
+    void cluster_map_reply(std::uint8_t n, const char* data, std::size_t size,
+                           instant now) noexcept;
+    void cluster_lost(std::uint8_t n, instant now) noexcept;
     void tracking_reply(std::uint8_t n, std::uint32_t id, const resp_node* nodes, std::size_t count,
                         instant now) noexcept;
     // Writes the lock connection's redirect to its subscription when due;
@@ -385,8 +429,12 @@ private:
     bool lock_active(const client_lock& l) const noexcept;
 
     detail::connection* conns_;
-    std::uint8_t capacity_;
+    std::uint8_t capacity_;    // nodes at most (N)
+    std::uint8_t conn_total_;  // connections in all (N + M)
     std::uint8_t node_count_ = 0;
+    // Connections in use: node_count_, or conn_total_ with a Cluster node
+    // (every connection past the nodes' own is an extra one).
+    std::uint8_t conn_count_ = 0;
     bool in_callback_ = false;
     // Counts what may make work for a service pass already under way:
     // callbacks, dropped connections, rounds failed on a down node.
@@ -403,17 +451,21 @@ private:
     void* command_ctx_ = nullptr;
 };
 
-// A client with room for N nodes.
-template <std::uint8_t N>
+// A client with room for N nodes, and M extra connections its
+// redis-cluster:// nodes share for the masters beyond the one each node's
+// own connection reaches (the masters their locks' slots are on). A client
+// without a Cluster node needs none.
+template <std::uint8_t N, std::uint8_t M = 0>
 class client : public client_base {
     static_assert(N >= 1 && N <= lock_max_nodes, "a client has 1..lock_max_nodes nodes");
+    static_assert(N + M <= 64, "a client has at most 64 connections");
 
 public:
-    client() noexcept : client_base(storage_, N) {}
+    client() noexcept : client_base(storage_, N, M) {}
     ~client() { shutdown(); }
 
 private:
-    detail::connection storage_[N];
+    detail::connection storage_[N + M];
 };
 
 }  // namespace edgelock

@@ -155,6 +155,11 @@ private:
     op queued_ = op::none;         // started by the user, waiting for connections
     op running_ = op::none;        // handed to the machine, outcome not yet known
     op_result* waiter_ = nullptr;  // a blocking call waiting for the running operation
+    // redis-cluster:// nodes: the hash slot of the lock's keys, the
+    // connection serving each node, and the one an ASK sends its next request to.
+    std::uint16_t slot_ = 0;
+    std::uint8_t route_[lock_max_nodes] = {};
+    std::uint8_t ask_[lock_max_nodes] = {};
 };
 
 }  // namespace edgelock

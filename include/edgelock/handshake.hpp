@@ -3,7 +3,8 @@
 //
 // The sequence, pipelined (each request skipped when it has nothing to do):
 // HELLO 3 [AUTH] [SETNAME] (or AUTH), SELECT, CLIENT SETNAME, INFO
-// replication (a replica fails the node), INFO memory (an evicting policy is
+// replication (a replica fails the node; a Cluster's, which redirects every
+// lock request to its master, does not), INFO memory (an evicting policy is
 // a warning), INFO server (the version: Redis >= 7 takes the one-command
 // acquire), CLIENT TRACKING ON (RESP3 only: key changes are pushed),
 // SCRIPT LOAD of each lock script. The driver runs one per

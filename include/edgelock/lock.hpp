@@ -355,6 +355,13 @@ public:
     void on_timeout(instant now) noexcept;
     // Everything in flight on the node's connection is gone.
     lock_errc on_disconnected(std::uint8_t node, instant now) noexcept;
+    // The request with this tag did not run: the node serves the key
+    // elsewhere (a Redis Cluster's MOVED or ASK, which run nothing). It goes
+    // out again from poll_transmit(node), in the same round and before the
+    // same deadline, for the driver to send where the node said. A request
+    // that is not the current round's (or a cleanup no longer out) is left
+    // alone. The driver discards the reply of a WAIT that followed it.
+    lock_errc redirected(std::uint8_t node, std::uint32_t tag) noexcept;
 
     // Outputs.
     lock_transmit poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept;

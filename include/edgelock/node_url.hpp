@@ -4,11 +4,15 @@
 //   rediss://[user[:password]@]host[:port][/db]   TLS (node_address::tls)
 //   unix:///path/to/redis.sock[?db=N]
 //   redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER_NAME[/db]
+//   redis-cluster://[user[:password]@]host[:port][,host[:port]...]
 //
 // A Sentinel URL names the sentinels (26379 by default, up to
 // node_url_max_sentinels) that know where the master called MASTER_NAME is;
 // user and password are the master's (a sentinel's own come from
 // client_options). host and port are then the first sentinel's.
+// A Cluster URL names seed nodes of one Redis Cluster (6379 by default, up to
+// node_url_max_sentinels), any of which tells where the slots are; host and
+// port are the first seed's. A cluster has database 0 only: no path.
 //
 // host is a name, a dotted IPv4 address, or an IPv6 address in brackets
 // (`redis://[::1]:6380`); port defaults to 6379 and must be 1..65535; db is a
@@ -40,7 +44,8 @@ enum class url_errc : std::uint8_t {
     empty,             // nothing given
     too_long,          // longer than node_url_max
     missing_scheme,    // no "scheme://" in front
-    bad_scheme,        // a scheme other than redis, rediss, unix
+    bad_scheme,        // a scheme other than redis, rediss, unix, redis-sentinel,
+                       // redis-cluster
     tls_not_built_in,  // never from parse_node_url: the client's configure() names
                        // a rediss:// node it cannot serve with it (bad_url_error)
     bad_userinfo,      // user/password too long, or a raw character that needs escaping
@@ -49,7 +54,7 @@ enum class url_errc : std::uint8_t {
     bad_port,          // not a decimal in 1..65535
     bad_db,            // not a decimal in [0, 2^31)
     bad_path,          // unix: empty, relative, or too long; redis: anything but /db;
-                       // sentinel: no master name, or a bad one
+                       // sentinel: no master name, or a bad one; cluster: any path
     bad_query,         // a query other than db=N (unix) or any query (redis)
 };
 
@@ -71,6 +76,10 @@ struct node_address {
     str_view sentinels;
     std::uint8_t sentinel_count = 0;
     str_view master_name;
+    // redis-cluster://: the seeds' "host:port,host:port..." as written and
+    // how many. seed_count 0: not a Cluster.
+    str_view seeds;
+    std::uint8_t seed_count = 0;
 };
 
 // Parses url into out; on error out is left unchanged.
@@ -80,6 +89,10 @@ url_errc parse_node_url(str_view url, node_address& out) noexcept;
 // no such sentinel.
 bool node_url_sentinel(const node_address& a, std::uint8_t i, str_view& host,
                        std::uint16_t& port) noexcept;
+
+// Seed i (0-based) of a redis-cluster:// address; false when there is none.
+bool node_url_seed(const node_address& a, std::uint8_t i, str_view& host,
+                   std::uint16_t& port) noexcept;
 
 // Decodes %XX escapes of a user or password into out. Returns the decoded size,
 // or SIZE_MAX when an escape is malformed or the result does not fit.

@@ -18,7 +18,7 @@ namespace edgelock_cli {
 using namespace edgelock;
 
 options opt;
-client<lock_max_nodes>
+client<lock_max_nodes, extra_connections>
     driver;  // the connections to the nodes, ~5 KB each: static, not on the stack
 lock_watch watch;
 
@@ -26,9 +26,9 @@ namespace {
 
 std::vector<str_view> urls;  // views of opt.nodes, which outlive the client
 #ifdef EDGELOCK_CLI_TLS
-// Two sessions per node, for rediss:// (or --tls): the lock connection and,
-// on a node without HELLO, the subscription that tells waiters.
-tls_mbedtls<2 * lock_max_nodes> tls;
+// Two sessions per connection, for rediss:// (or --tls): the lock
+// connection and, on a node without HELLO, the subscription that tells waiters.
+tls_mbedtls<2 * (lock_max_nodes + extra_connections)> tls;
 #endif
 
 }  // namespace

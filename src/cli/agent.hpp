@@ -12,7 +12,10 @@
 namespace edgelock_cli {
 
 extern options opt;
-extern edgelock::client<edgelock::lock_max_nodes> driver;  // the client: one connection per node
+// The client: one connection per node, and as many extra ones for the
+// masters a redis-cluster:// node's slots put the lock on (or an ASK).
+constexpr std::uint8_t extra_connections = edgelock::lock_max_nodes;
+extern edgelock::client<edgelock::lock_max_nodes, extra_connections> driver;
 
 // What the lock's callback saw.
 struct lock_watch {

@@ -97,14 +97,20 @@ client_errc client_base::configure(const str_view* urls, std::size_t count,
         }
     }
     disconnect();
-    for (std::uint8_t i = 0; i < capacity_; ++i) {
+    bool cluster = false;
+    for (std::uint8_t i = 0; i < conn_total_; ++i) {
         detail::connection& c = conns_[i];
         c.address = i < count ? parsed[i] : node_address{};
+        c.node = i < count ? i : no_connection;
         c.state = node_state::down;
         c.failures = 0;
         c.report = detail::node_report{};
+        c.cluster = detail::cluster_state{};
+        c.target = detail::peer{};
+        cluster = cluster || c.address.seed_count > 0;
     }
     node_count_ = static_cast<std::uint8_t>(count);
+    conn_count_ = cluster ? conn_total_ : node_count_;
     options_ = options;
     transport_ = options.via != nullptr ? options.via : &plain_transport();
     random_ = options.random.valid() ? options.random : system_random();
@@ -118,8 +124,17 @@ node_info client_base::node(std::uint8_t index) const noexcept {
     if (index >= node_count_) {
         return info;
     }
-    const detail::connection& c = conns_[index];
-    info.state = c.state;
+    const detail::connection* reported = &conns_[index];
+    // A Cluster node whose own connection is fine says why one of its
+    // masters' is not.
+    for (std::uint8_t n = node_count_;
+         n < conn_count_ && reported->report.error == node_error::none; ++n) {
+        if (conns_[n].node == index && conns_[n].report.error != node_error::none) {
+            reported = &conns_[n];
+        }
+    }
+    const detail::connection& c = *reported;
+    info.state = conns_[index].state;
     info.error = c.report.error;
     info.code = c.report.code;
     info.message = str_view(c.report.message, c.report.message_size);
@@ -159,7 +174,7 @@ void client_base::unlink(client_lock& l) noexcept {
     }
     l.next_ = nullptr;
     // Replies still due for it are read and thrown away.
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
+    for (std::uint8_t n = 0; n < conn_count_; ++n) {
         detail::connection& c = conns_[n];
         for (std::size_t i = 0; i < c.fifo.size(); ++i) {
             detail::in_flight& f = c.fifo[i];

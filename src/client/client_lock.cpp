@@ -27,6 +27,7 @@ client_errc client_lock::attach(client_base& c, str_view name, const lock_option
         return client_errc::lock_rejected;
     }
     client_ = &c;
+    c.cluster_attach(*this);
     watchdog_ = watchdog;
     timers_.stop_all();
     queued_ = op::none;

@@ -22,7 +22,7 @@ bool keeps_message(node_error why) {
 
 void client_base::disconnect() noexcept {
     const instant now = port::now();
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
+    for (std::uint8_t n = 0; n < conn_count_; ++n) {
         if (conns_[n].fd >= 0) {
             drop(n, now);
         }
@@ -61,15 +61,24 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
             fn(command_ctx_, nullptr, 0);
         }
     }
-    c.fifo.clear();
-    // Every lock hears of it (once), whether or not it had a request out: the
-    // machine ignores a disconnect that concerns nothing of its own.
+    // Every lock it serves hears of it (once), whether or not it had a
+    // request out: the machine ignores a disconnect that concerns nothing of
+    // its own. A lock a Cluster node serves elsewhere is told only when it
+    // had a request here (its route changed under it).
     for (client_lock* l = locks_; l != nullptr;) {
         client_lock* next = l->next_;
-        l->machine_.on_disconnected(n, now);
-        pump_events(*l, now);
+        bool concerned = serves(n, *l);
+        for (std::size_t i = 0; i < c.fifo.size() && !concerned; ++i) {
+            concerned = c.fifo[i].lock == l;
+        }
+        if (concerned) {
+            l->machine_.on_disconnected(c.node, now);
+            pump_events(*l, now);
+        }
         l = next;
     }
+    c.fifo.clear();
+    c.cluster.map_out = false;
 }
 
 void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
@@ -84,6 +93,10 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
         text = describe(why);
         why = node_error::sentinel_failed;
         code = 0;
+    }
+    if (why == node_error::reply_too_large && !c.fifo.empty() &&
+        c.fifo.front().to == reply_to::cluster) {
+        c.cluster.map_unread = true;  // MOVED answers will do instead
     }
     c.report.error = why;
     c.report.code = code;
@@ -101,6 +114,9 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
     drop(n, now);
     c.state = node_state::backoff;
     c.timers.set(connection_timer::backoff, backoff_until(c.failures, now));
+    if (c.address.seed_count > 0) {
+        cluster_lost(n, now);  // the next seed; the map asked again
+    }
 }
 
 instant client_base::backoff_until(std::uint8_t& failures, instant now) noexcept {

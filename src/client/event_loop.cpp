@@ -10,7 +10,7 @@ using namespace detail;
 
 std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) const noexcept {
     std::size_t count = 0;
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
+    for (std::uint8_t n = 0; n < conn_count_; ++n) {
         const detail::connection& c = conns_[n];
         if (c.fd < 0) {
             continue;
@@ -29,7 +29,7 @@ std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) con
         }
         ++count;
     }
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
+    for (std::uint8_t n = 0; n < conn_count_; ++n) {
         const detail::subscription& s = conns_[n].sub;
         if (s.fd < 0) {
             continue;
@@ -64,7 +64,7 @@ instant client_base::next_deadline() const noexcept {
                 earliest(next, settled ? instant{0} : l->timers_.get(client_lock::timer::begin_by));
         }
     }
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
+    for (std::uint8_t n = 0; n < conn_count_; ++n) {
         const detail::connection& c = conns_[n];
         if (c.state == node_state::connecting || c.state == node_state::handshake) {
             next = earliest(next, c.timers.get(connection_timer::connect));
@@ -85,7 +85,7 @@ instant client_base::next_deadline() const noexcept {
 }
 
 void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcept {
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
+    for (std::uint8_t n = 0; n < conn_count_; ++n) {
         detail::connection& c = conns_[n];
         if (c.fd != fd || fd < 0) {
             continue;
@@ -108,7 +108,7 @@ void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcep
         }
         return;
     }
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
+    for (std::uint8_t n = 0; n < conn_count_; ++n) {
         if (conns_[n].sub.fd == fd && fd >= 0) {
             sub_ready(n, events, now);
             return;

@@ -254,7 +254,10 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
         // No text (an oversized reply that was skipped, or not a string):
         // nothing is known.
         const server_info info = parse_server_info(server_info_text(nodes, count));
-        if (request == info_replication && info.role == server_role::replica) {
+        // A Cluster's replica is kept: it answers a lock request with MOVED
+        // to its master, and it knows the slot map as well as any.
+        const bool cluster = address_ != nullptr && address_->seed_count > 0;
+        if (request == info_replication && info.role == server_role::replica && !cluster) {
             report.message_size = 0;
             if (!info.master_host.empty()) {
                 report.append_message("replica of ");

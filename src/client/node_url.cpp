@@ -410,6 +410,8 @@ url_errc parse_node_url(str_view url, node_address& out) noexcept {
         e = parse_unix(rest, a);
     } else if (equals_icase(scheme, "redis-sentinel")) {
         e = url_detail::parse_sentinel(rest, a);
+    } else if (equals_icase(scheme, "redis-cluster")) {
+        e = url_detail::parse_cluster(rest, a);
     }
     if (e == url_errc::ok) {
         out = a;

@@ -13,9 +13,11 @@ const char* describe(url_errc code) noexcept {
     case url_errc::too_long:
         return "URL too long";
     case url_errc::missing_scheme:
-        return "missing scheme (expected redis://, rediss://, unix:// or redis-sentinel://)";
+        return "missing scheme (expected redis://, rediss://, unix://, redis-sentinel:// or "
+               "redis-cluster://)";
     case url_errc::bad_scheme:
-        return "unsupported scheme (expected redis://, rediss://, unix:// or redis-sentinel://)";
+        return "unsupported scheme (expected redis://, rediss://, unix://, redis-sentinel:// or "
+               "redis-cluster://)";
     case url_errc::tls_not_built_in:
         return "TLS (rediss://) is not built in";
     case url_errc::bad_userinfo:
@@ -30,7 +32,7 @@ const char* describe(url_errc code) noexcept {
         return "database not a decimal in [0, 2^31)";
     case url_errc::bad_path:
         return "bad path (unix: absolute and short enough; redis: only /db; sentinel: "
-               "/MASTER_NAME[/db])";
+               "/MASTER_NAME[/db]; cluster: none)";
     case url_errc::bad_query:
         return "unsupported query or fragment (only ?db=N on unix://)";
     }

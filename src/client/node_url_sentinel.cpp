@@ -1,7 +1,8 @@
-// Sentinel URLs: redis-sentinel://[user[:password]@]host[:port][,host[:port]...]
-// /MASTER_NAME[/db]. The sentinels (26379 by default) are checked one by one
-// here and read again, one at a time, when the client asks them where the
-// master is; nothing is copied.
+// URLs with a list of hosts: redis-sentinel://[user[:password]@]host[:port]
+// [,host[:port]...]/MASTER_NAME[/db] and redis-cluster://[user[:password]@]
+// host[:port][,host[:port]...]. The sentinels (26379 by default) or seeds
+// (6379) are checked one by one here and read again, one at a time, when the
+// client connects to one; nothing is copied.
 #include "edgelock/node_url.hpp"
 
 #include "node_url_internal.hpp"
@@ -12,9 +13,50 @@ using namespace url_detail;
 
 namespace {
 
-url_errc parse_sentinel_host(str_view hp, node_address& a) {
-    a.port = 26379;
+constexpr std::uint16_t sentinel_port = 26379;
+constexpr std::uint16_t seed_port = 6379;
+
+url_errc parse_listed_host(str_view hp, std::uint16_t default_port, node_address& a) {
+    a.port = default_port;
     return parse_host_port(hp, a);
+}
+
+// [userinfo@]host[:port][,host[:port]...] into a (the first host's there),
+// the list into hosts and its length into count.
+url_errc parse_host_list(str_view authority, std::uint16_t default_port, node_address& a,
+                         str_view& hosts, std::uint8_t& count) {
+    url_errc e = parse_userinfo(authority, a, hosts);
+    count = 0;
+    for (std::size_t from = 0; e == url_errc::ok && from <= hosts.size; ++count) {
+        const std::size_t comma = from + find(sub(hosts, from, hosts.size), ',');
+        node_address one;
+        if (count == node_url_max_sentinels) {
+            return url_errc::bad_host;
+        }
+        e = parse_listed_host(sub(hosts, from, comma), default_port, count == 0 ? a : one);
+        from = comma + 1;
+    }
+    return e;
+}
+
+// Host i of a list parse_host_list() accepted.
+bool listed_host(str_view list, std::uint8_t count, std::uint8_t i, std::uint16_t default_port,
+                 str_view& host, std::uint16_t& port) {
+    std::size_t from = 0;
+    for (std::uint8_t k = 0; k < i && from <= list.size; ++k) {
+        from += find(sub(list, from, list.size), ',') + 1;
+    }
+    if (i >= count || from > list.size) {
+        return false;
+    }
+    const str_view rest = sub(list, from, list.size);
+    node_address one;
+    if (parse_listed_host(sub(rest, 0, find(rest, ',')), default_port, one) != url_errc::ok) {
+        return false;
+    }
+    host = one.host;
+    port = one.port;
+    return true;
 }
 
 }  // namespace
@@ -31,17 +73,8 @@ url_errc parse_sentinel(str_view rest, node_address& a) {
         return url_errc::bad_userinfo;
     }
     str_view hosts;
-    url_errc e = parse_userinfo(authority, a, hosts);
     std::uint8_t count = 0;
-    for (std::size_t from = 0; e == url_errc::ok && from <= hosts.size; ++count) {
-        const std::size_t comma = from + find(sub(hosts, from, hosts.size), ',');
-        node_address one;
-        if (count == node_url_max_sentinels) {
-            return url_errc::bad_host;
-        }
-        e = parse_sentinel_host(sub(hosts, from, comma), count == 0 ? a : one);
-        from = comma + 1;
-    }
+    const url_errc e = parse_host_list(authority, sentinel_port, a, hosts, count);
     if (e != url_errc::ok) {
         return e;
     }
@@ -70,25 +103,42 @@ url_errc parse_sentinel(str_view rest, node_address& a) {
     return url_errc::ok;
 }
 
+// What follows "redis-cluster://": [userinfo@]host[:port][,host[:port]...],
+// then nothing (a cluster has database 0 only) or a lone '/'.
+url_errc parse_cluster(str_view rest, node_address& a) {
+    const std::size_t end = find_any(rest, '/', '?', '#');
+    const str_view authority = sub(rest, 0, end);
+    const str_view tail = sub(rest, end, rest.size);
+    if (contains(tail, '@')) {
+        return url_errc::bad_userinfo;
+    }
+    if (find_any(tail, '?', '#', '#') < tail.size) {
+        return url_errc::bad_query;
+    }
+    if (tail.size > 1) {
+        return url_errc::bad_path;
+    }
+    str_view hosts;
+    std::uint8_t count = 0;
+    const url_errc e = parse_host_list(authority, seed_port, a, hosts, count);
+    if (e != url_errc::ok) {
+        return e;
+    }
+    a.seeds = hosts;
+    a.seed_count = count;
+    return url_errc::ok;
+}
+
 }  // namespace url_detail
 
 bool node_url_sentinel(const node_address& a, std::uint8_t i, str_view& host,
                        std::uint16_t& port) noexcept {
-    std::size_t from = 0;
-    for (std::uint8_t k = 0; k < i && from <= a.sentinels.size; ++k) {
-        from += find(sub(a.sentinels, from, a.sentinels.size), ',') + 1;
-    }
-    if (i >= a.sentinel_count || from > a.sentinels.size) {
-        return false;
-    }
-    const str_view rest = sub(a.sentinels, from, a.sentinels.size);
-    node_address one;
-    if (parse_sentinel_host(sub(rest, 0, find(rest, ',')), one) != url_errc::ok) {
-        return false;
-    }
-    host = one.host;
-    port = one.port;
-    return true;
+    return listed_host(a.sentinels, a.sentinel_count, i, sentinel_port, host, port);
+}
+
+bool node_url_seed(const node_address& a, std::uint8_t i, str_view& host,
+                   std::uint16_t& port) noexcept {
+    return listed_host(a.seeds, a.seed_count, i, seed_port, host, port);
 }
 
 }  // namespace edgelock

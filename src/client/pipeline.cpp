@@ -104,6 +104,7 @@ void client_base::setup_reply(std::uint8_t n, std::uint32_t request, const resp_
         fail(n, c.report.error, 0, now);
     } else if (s == handshake_status::ready && c.state == node_state::handshake) {
         c.state = node_state::ready;
+        c.cluster.map_due = c.address.seed_count > 0 && n < node_count_;  // where the slots are
         c.report.error = node_error::none;
         c.report.code = 0;
         c.failures = 0;
@@ -143,29 +144,49 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
 
 void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    if (!queue_redirect(n, now)) {
-        return;  // it goes first, once there is room
+    if (!queue_redirect(n, now) || !queue_cluster_map(n, now)) {
+        return;  // they go first, once there is room
     }
+    const std::uint8_t node = c.node;
     for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+        if (!serves(n, *l)) {
+            continue;  // a Cluster node's lock whose slot is on another master
+        }
         lock_node_caps caps;
         caps.set_nx_get = c.report.set_nx_get;  // INFO server
         caps.told = c.report.tracking;          // CLIENT TRACKING
-        l->machine_.set_node_caps(n, caps);
-        // A request may take three entries: CLIENT CACHING ahead of an
-        // acquire on a told node, and WAIT after it with min_replicas.
-        const std::size_t entries =
-            1u + (caps.told ? 1u : 0u) + (l->machine_.options().min_replicas > 0 ? 1u : 0u);
+        l->machine_.set_node_caps(node, caps);
+        // A request may take four entries: ASKING ahead of one a Cluster
+        // node sent here, CLIENT CACHING ahead of an acquire on a told node,
+        // and WAIT after it with min_replicas.
+        const bool asking = l->ask_[node] == n;
+        const std::size_t entries = 1u + (caps.told ? 1u : 0u) + (asking ? 1u : 0u) +
+                                    (l->machine_.options().min_replicas > 0 ? 1u : 0u);
         while (c.fifo.size() + entries <= c.fifo.capacity) {
             // Fill the buffer to the brim: a request that does not fit is
             // left with its machine (nothing written) until the buffer has
             // gone out. An empty buffer always holds one (lock_max_request).
-            const lock_transmit t =
-                l->machine_.poll_transmit(n, c.tx + c.tx_size, sizeof c.tx - c.tx_size);
+            static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
+            const std::size_t ahead = l->ask_[node] == n ? sizeof asking_cmd - 1 : 0;
+            if (sizeof c.tx - c.tx_size < ahead) {
+                return;
+            }
+            const lock_transmit t = l->machine_.poll_transmit(node, c.tx + c.tx_size + ahead,
+                                                              sizeof c.tx - c.tx_size - ahead);
             if (t.error == lock_errc::buffer_too_small) {
                 return;
             }
             if (t.error != lock_errc::ok || t.size == 0) {
                 break;
+            }
+            if (ahead > 0) {
+                // ASK: this one request, once, where the slot is moving to.
+                memcpy(c.tx + c.tx_size, asking_cmd, ahead);
+                c.tx_size += ahead;
+                detail::in_flight skip;
+                skip.to = reply_to::discard;
+                push_in_flight(n, skip, now);
+                l->ask_[node] = no_connection;
             }
             c.tx_size += t.size;
             for (std::uint8_t i = 0; i < t.preceding; ++i) {
@@ -180,6 +201,7 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             push_in_flight(n, f, now);
             if (t.following > 0) {
                 f.tag = t.following_tag;  // WAIT: the machine reads its count
+                f.follows = true;
                 push_in_flight(n, f, now);
             }
         }
@@ -304,6 +326,9 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
         case reply_to::sentinel:
             sentinel_reply(n, f.tag, kept ? nodes_ : nullptr, kept ? r.nodes : 0, now);
             break;
+        case reply_to::cluster:
+            cluster_map_reply(n, data, r.size, now);
+            break;
         case reply_to::command:
             if (command_fn_ != nullptr) {
                 const reply_callback fn = command_fn_;
@@ -328,7 +353,16 @@ void client_base::process_replies(std::uint8_t n, instant now) noexcept {
             }
             // Before the machine: a callback it triggers may ask node(n) why.
             note_lock_reply(c, nodes_, r.nodes);
-            f.lock->machine_.on_reply(n, f.tag, nodes_, r.nodes, now);
+            if (c.address.seed_count > 0 && !f.follows &&
+                cluster_redirect(n, *f.lock, f.tag, nodes_, r.nodes, now)) {
+                // MOVED or ASK: nothing ran; the request goes out again where
+                // the node said, and the WAIT behind it here means nothing.
+                if (!c.fifo.empty() && c.fifo.front().lock == f.lock && c.fifo.front().follows) {
+                    c.fifo.front().to = reply_to::discard;
+                }
+                break;
+            }
+            f.lock->machine_.on_reply(c.node, f.tag, nodes_, r.nodes, now);
             pump_events(*f.lock, now);
             if (c.address.sentinel_count > 0 && c.generation == generation &&
                 c.report.error == node_error::server_error && c.report.message_size >= 8 &&

@@ -89,15 +89,23 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
     }
 }
 
-// Someone needs node n connected: an explicit connect(), a lock with an
-// operation under way or held (the watchdog will need it), or a request or
-// cleanup waiting for it.
+// Someone needs connection n: an explicit connect() (the nodes' own), a
+// lock with an operation under way or held (the watchdog will need it), or
+// a request or cleanup waiting for it. A Cluster node's extra connection is
+// needed only by the locks it serves.
 bool client_base::node_wanted(std::uint8_t n) const noexcept {
-    if (connect_wanted_) {
+    const std::uint8_t node = conns_[n].node;
+    if (node == no_connection) {
+        return false;
+    }
+    const bool own = n < node_count_;
+    if (connect_wanted_ && own) {
         return true;
     }
     for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
-        if (lock_active(*l) || l->machine_.next_send(n) != lock::outgoing::none) {
+        const bool served = serves(n, *l);
+        if (((own || served) && lock_active(*l)) ||
+            (served && l->machine_.next_send(node) != lock::outgoing::none)) {
             return true;
         }
     }
@@ -114,9 +122,9 @@ void client_base::notify(client_lock& l, const lock_event& ev) noexcept {
     }
 }
 
-// No node is connecting or setting up.
+// No connection is connecting or setting up.
 bool client_base::all_settled() const noexcept {
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
+    for (std::uint8_t n = 0; n < conn_count_; ++n) {
         if (!node_settled(n)) {
             return false;
         }
@@ -213,7 +221,7 @@ void client_base::service(instant now) noexcept {
             }
         }
         // Connection deadlines.
-        for (std::uint8_t n = 0; n < node_count_; ++n) {
+        for (std::uint8_t n = 0; n < conn_count_; ++n) {
             detail::connection& c = conns_[n];
             if ((c.state == node_state::connecting || c.state == node_state::handshake) &&
                 c.timers.expired(connection_timer::connect, now)) {
@@ -233,11 +241,11 @@ void client_base::service(instant now) noexcept {
             }
         }
         // The subscriptions of RESP2 nodes: made, timed out, made again.
-        for (std::uint8_t n = 0; n < node_count_; ++n) {
+        for (std::uint8_t n = 0; n < conn_count_; ++n) {
             sub_service(n, now);
         }
-        // Connect nodes someone needs.
-        for (std::uint8_t n = 0; n < node_count_; ++n) {
+        // Connect what someone needs.
+        for (std::uint8_t n = 0; n < conn_count_; ++n) {
             detail::connection& c = conns_[n];
             if ((c.state == node_state::down || (c.state == node_state::backoff &&
                                                  c.timers.get(connection_timer::backoff) <= now)) &&
@@ -258,16 +266,17 @@ void client_base::service(instant now) noexcept {
         }
         // Requests: out on ready connections; failed at once on nodes that
         // are down (a cleanup stays queued for when the node is back).
-        for (std::uint8_t n = 0; n < node_count_; ++n) {
+        for (std::uint8_t n = 0; n < conn_count_; ++n) {
             detail::connection& c = conns_[n];
             if (c.state == node_state::ready || c.state == node_state::handshake) {
                 transmit(n, now);
-            } else if (c.state == node_state::backoff || c.state == node_state::down) {
+            } else if ((c.state == node_state::backoff || c.state == node_state::down) &&
+                       c.node != no_connection) {
                 for (client_lock* l = locks_; l != nullptr; l = l->next_) {
-                    if (l->machine_.next_send(n) == lock::outgoing::request) {
+                    if (serves(n, *l) && l->machine_.next_send(c.node) == lock::outgoing::request) {
                         char scratch[lock_max_request];
-                        l->machine_.poll_transmit(n, scratch, sizeof scratch);
-                        l->machine_.on_disconnected(n, now);
+                        l->machine_.poll_transmit(c.node, scratch, sizeof scratch);
+                        l->machine_.on_disconnected(c.node, now);
                         pump_events(*l, now);
                         ++churn_;
                     }

@@ -33,16 +33,16 @@ port::endpoint client_base::endpoint_of(std::uint8_t n) const noexcept {
     where.host = c.address.host;
     where.port = c.address.port;
     where.unix_path = c.address.unix_path;
-    if (c.address.sentinel_count == 0) {
-        return where;
-    }
-    if (c.sentinel.asking) {
+    if (c.address.seed_count > 0 && n < node_count_) {
+        (void)node_url_seed(c.address, c.cluster.seed, where.host, where.port);
+    } else if (c.address.sentinel_count > 0 && c.sentinel.asking) {
         const std::uint8_t i = static_cast<std::uint8_t>((c.sentinel.front + c.sentinel.tried) %
                                                          c.address.sentinel_count);
         (void)node_url_sentinel(c.address, i, where.host, where.port);
-    } else {
-        where.host = str_view(c.sentinel.host, c.sentinel.host_size);
-        where.port = c.sentinel.port;
+    } else if (c.address.sentinel_count > 0 || c.address.seed_count > 0) {
+        // The master a sentinel named, or a Cluster master of an extra connection.
+        where.host = c.target.host_view();
+        where.port = c.target.port;
     }
     return where;
 }
@@ -140,10 +140,10 @@ void client_base::sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_n
     }
     const str_view host = nodes[top + 1].text;
     for (std::size_t i = 0; i < host.size; ++i) {
-        c.sentinel.host[i] = host[i];
+        c.target.host[i] = host[i];
     }
-    c.sentinel.host_size = static_cast<std::uint8_t>(host.size);
-    c.sentinel.port = static_cast<std::uint16_t>(port);
+    c.target.host_size = static_cast<std::uint8_t>(host.size);
+    c.target.port = static_cast<std::uint16_t>(port);
     c.sentinel.front =
         static_cast<std::uint8_t>((c.sentinel.front + c.sentinel.tried) % c.address.sentinel_count);
     c.sentinel.asking = false;

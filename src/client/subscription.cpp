@@ -42,7 +42,7 @@ bool client_base::sub_wanted(std::uint8_t n) const noexcept {
 }
 
 std::uint8_t client_base::sub_index(std::uint8_t n) const noexcept {
-    return static_cast<std::uint8_t>(capacity_ + n);
+    return static_cast<std::uint8_t>(conn_total_ + n);
 }
 
 void client_base::sub_service(std::uint8_t n, instant now) noexcept {

@@ -323,6 +323,38 @@ lock_errc lock::on_disconnected(std::uint8_t node, instant now) noexcept {
     return lock_errc::ok;
 }
 
+lock_errc lock::redirected(std::uint8_t node, std::uint32_t tag) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (node >= node_count_) {
+        return lock_errc::bad_node;
+    }
+    slot& s = slots_[node];
+    const std::uint32_t kind_bits = tag & ((1U << tag_kind_bits) - 1);
+    const std::uint32_t round = tag >> tag_kind_bits;
+    if (kind_bits == static_cast<std::uint32_t>(req::cleanup)) {
+        if ((s.flags & slot_cleanup_out) != 0) {
+            // A cleanup queued since names the newer token: it goes instead.
+            s.flags = static_cast<std::uint16_t>((s.flags & ~slot_cleanup_out) | slot_cleanup);
+        }
+        return lock_errc::ok;
+    }
+    const bool via_set = kind_bits == tag_set_acquire;
+    if (kind_bits == 0 || kind_bits == tag_wait ||
+        (kind_bits > static_cast<std::uint32_t>(req::cleanup) && !via_set)) {
+        return lock_errc::ok;
+    }
+    const req kind = via_set ? req::acquire : static_cast<req>(kind_bits);
+    const bool current = round_open() && kind == round_kind_ && round == (round_ & round_mask) &&
+                         (s.flags & slot_in_flight) != 0 && s.answer == vote::waiting;
+    if (current) {
+        s.flags = static_cast<std::uint16_t>(s.flags & ~(slot_in_flight | slot_wait_due));
+        s.send = kind;
+    }
+    return lock_errc::ok;
+}
+
 void lock::on_timeout(instant now) noexcept {
     switch (state_) {
     case lock_state::held:

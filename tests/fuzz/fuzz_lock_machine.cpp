@@ -210,6 +210,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if ((op & 0x40) != 0) {
                 (void)l.on_key_changed(now);  // a server said the key changed
             }
+            if ((op & 0x20) != 0) {
+                // A Cluster's MOVED or ASK to the oldest request on the node.
+                std::uint32_t tag = 0;
+                if (fifos[node].pop(tag)) {
+                    (void)l.redirected(node, tag);
+                }
+            }
             transmit(node, edgelock::lock_max_request);
             break;
         }
