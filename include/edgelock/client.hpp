@@ -3,8 +3,9 @@
 // A client owns one connection per node, shared by every lock attached to it;
 // requests of many locks are pipelined on it and matched to their replies in
 // order. A redis-cluster:// node also uses the client's extra connections
-// (client<N, M>), one per further master its locks' hash slots are on. A round goes out to all nodes before the client waits on any, so a
-// Redlock acquisition costs the slowest reply of its quorum. Nothing here
+// (client<N, M>), one per further master its locks' hash slots are on. A
+// round goes out to all nodes before the client waits on any, so a Redlock
+// acquisition costs the slowest reply of its quorum. Nothing here
 // allocates or throws; sockets, time and randomness come from the port
 // (include/edgelock/port.hpp), so link a port target such as edgelock::port_posix.
 // This header includes the two it is made of: client_lock.hpp (a lock on a
