@@ -234,7 +234,7 @@ void client_base::cluster_map_reply(std::uint8_t n, const char* data, std::size_
     if (!array_header(data, size, ranges, pos)) {
         return;  // an error (a server not in cluster mode): MOVED will tell
     }
-    resp_node range[EDGELOCK_CLIENT_REPLY_NODES];
+    resp_node* const range = nodes_;  // the reply is read here, range by range
     for (std::size_t k = 0; k < ranges && pos < size; ++k) {
         const resp_result r = resp_decode_whole(data + pos, size - pos, range,
                                                 EDGELOCK_CLIENT_REPLY_NODES, reply_limits());

@@ -2,12 +2,13 @@
 // each, made by `redis-cli --cluster create` and ready when every node says
 // cluster_state:ok, knows all six nodes, agrees on who serves which slot and
 // every replica's link is up. Servers are always stopped (redis_server).
+// What a test does to it (a slot moved, a failover, a kill) is in
+// cluster_ops.hpp, whose cluster_deployment is this with those.
 //
-//   edgelock_test::cluster_deployment d;
+//   edgelock_test::running_cluster d;
 //   const std::string url = d.url();   // redis-cluster://127.0.0.1:P1,...,P3
 //   redis_server& m = d.master_of(slot);
-//   d.migrate_slot(slot, m, other);    // or its steps, one by one
-//   redis_server& promoted = d.failover(m);
+//   redis_server* on = d.where_is(key_of("jobs"));
 //
 // What a test sees is asked of the servers themselves (CLUSTER NODES, ROLE,
 // EXISTS), never cached: a migration, a failover or a kill changes it. The
@@ -146,13 +147,13 @@ inline std::string name_in_slot(int slot, const std::string& prefix) {
     }
 }
 
-struct cluster_deployment {
+struct running_cluster {
     using idle_fn = std::function<void()>;
 
     // Six servers; the first three given to redis-cli become the masters.
     std::vector<std::unique_ptr<redis_server>> servers;
 
-    cluster_deployment() {
+    running_cluster() {
         for (int i = 0; i < 6; ++i) {
             servers.push_back(start_node());
         }
@@ -318,107 +319,6 @@ struct cluster_deployment {
     // GET there (a plain lock's value is its token in hex).
     static std::string value_on(redis_server& s, const std::string& key) {
         return asking(s, {"GET", key}).text;
-    }
-
-    // --- a slot moved by hand, in the steps of redis-cli --cluster reshard ---
-
-    // 1. The target imports the slot from the source.
-    void set_importing(int slot, redis_server& from, redis_server& to) const {
-        redis_client c(to.port());
-        const reply r =
-            c.command({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", id_of(from)});
-        INFO(r.text);
-        REQUIRE(r.text == "OK");
-    }
-    // 2. The source migrates it to the target: from now on it answers ASK for
-    // the slot's keys it does not have.
-    void set_migrating(int slot, redis_server& from, redis_server& to) const {
-        redis_client c(from.port());
-        const reply r =
-            c.command({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", id_of(to)});
-        INFO(r.text);
-        REQUIRE(r.text == "OK");
-    }
-    void begin_migration(int slot, redis_server& from, redis_server& to) const {
-        set_importing(slot, from, to);
-        set_migrating(slot, from, to);
-    }
-    // 3. Every key of the slot moves (MIGRATE ... KEYS, a batch at a time);
-    // returns how many.
-    int migrate_keys(int slot, redis_server& from, redis_server& to) const {
-        redis_client c(from.port());
-        int moved = 0;
-        for (;;) {
-            const reply keys = c.command({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"});
-            if (keys.elements.empty()) {
-                return moved;
-            }
-            std::vector<std::string> args = {
-                "MIGRATE", "127.0.0.1", std::to_string(to.port()), "", "0", "5000", "KEYS"};
-            for (const reply& k : keys.elements) {
-                args.push_back(k.text);
-            }
-            const reply r = c.command(args);
-            INFO(r.text);
-            REQUIRE(r.text == "OK");
-            moved += static_cast<int>(keys.elements.size());
-        }
-    }
-    // 4. The slot is the target's: told to the target, the source, then every
-    // other master; done when every live node sees it so.
-    void end_migration(int slot, redis_server& from, redis_server& to,
-                       const idle_fn& idle = {}) const {
-        const std::string to_id = id_of(to);
-        std::vector<redis_server*> order = {&to, &from};
-        for (redis_server* m : masters()) {
-            if (m != &to && m != &from) {
-                order.push_back(m);
-            }
-        }
-        for (redis_server* m : order) {
-            redis_client c(m->port());
-            const reply r = c.command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
-            INFO("SETSLOT NODE on port " << m->port() << ": " << r.text);
-            REQUIRE(r.text == "OK");
-        }
-        wait_until([&] { return everyone_says(slot, to_id); }, 10, idle);
-    }
-    void migrate_slot(int slot, redis_server& from, redis_server& to,
-                      const idle_fn& idle = {}) const {
-        begin_migration(slot, from, to);
-        migrate_keys(slot, from, to);
-        end_migration(slot, from, to, idle);
-    }
-
-    // --- failovers ---
-
-    // CLUSTER FAILOVER on a replica of `master`; returns once the replica is
-    // the master, the old one its replica, and the cluster agrees and is ok.
-    redis_server& failover(redis_server& master, const idle_fn& idle = {}) const {
-        redis_server& r = replica_of(master);
-        {
-            redis_client c(r.port());
-            const reply ok = c.command({"CLUSTER", "FAILOVER"});
-            INFO(ok.text);
-            REQUIRE(ok.text == "OK");
-        }
-        wait_until([&] { return role(r) == "master" && role(master) == "slave" && settled(); }, 20,
-                   idle);
-        return r;
-    }
-
-    // kill -9 of `master`; returns its replica, promoted later (promoted()).
-    redis_server& kill_master(redis_server& master) const {
-        redis_server& r = replica_of(master);
-        master.kill();
-        return r;
-    }
-    // The replica is a master and the cluster agrees and is ok again.
-    bool promoted(redis_server& replica) const { return role(replica) == "master" && settled(); }
-    redis_server& kill_and_promote(redis_server& master, const idle_fn& idle = {}) const {
-        redis_server& r = kill_master(master);
-        wait_until([&] { return promoted(r); }, 20, idle);
-        return r;
     }
 
     // Every live node says cluster_state:ok, sees every live node connected

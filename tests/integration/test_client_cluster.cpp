@@ -20,6 +20,7 @@
 #include "edgelock/port.hpp"
 #include "integration/client_helpers.hpp"
 #include "integration/cluster_fixture.hpp"
+#include "integration/cluster_ops.hpp"
 #include "integration/redis_server.hpp"
 #include "tools/clock.hpp"
 #include "tools/net.hpp"

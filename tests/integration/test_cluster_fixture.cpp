@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "integration/cluster_fixture.hpp"
+#include "integration/cluster_ops.hpp"
 #include "integration/redis_server.hpp"
 #include "tools/clock.hpp"
 #include "tools/lock_key.hpp"
