@@ -17,7 +17,9 @@ FUZZ    := $(BUILD)/fuzz
 ASAN    := $(BUILD)/asan
 CHAOS_SECONDS ?= 600
 CHAOS_NODES ?= 5
+CHAOS_TOPOLOGY ?= standalone
 CHAOS_SMOKE_SECONDS ?= 90
+CHAOS_SMOKE_REPLICATED_SECONDS ?= 25
 
 # Sources clang-format checks: everything we wrote, nothing generated.
 FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null || \
@@ -71,16 +73,26 @@ test-sanitize:
 
 # The chaos safety checker: workers contend for one key while nodes and the
 # network fail; the run fails on any "must be 0" in its report.
+# CHAOS_TOPOLOGY: standalone (CHAOS_NODES masters), sentinel or cluster.
 chaos: host-build
 	$(HOST)/tests/edgelock_chaos --self-test
-	$(HOST)/tests/edgelock_chaos --nodes $(CHAOS_NODES) --seconds $(CHAOS_SECONDS)
+	$(HOST)/tests/edgelock_chaos --topology $(CHAOS_TOPOLOGY) \
+	    $(if $(filter standalone,$(CHAOS_TOPOLOGY)),--nodes $(CHAOS_NODES)) --seconds $(CHAOS_SECONDS)
 
-# The short run in make test: a third on one node, the rest on five.
+# The short run in make test: standalone, a third on one node and the rest on
+# five; then sentinel and cluster (the latter needs redis-cli).
 chaos-smoke: host-build
-	@echo "== chaos: $(CHAOS_SMOKE_SECONDS)s in all, 1 node then 5 nodes"
+	@echo "== chaos: $(CHAOS_SMOKE_SECONDS)s standalone (1 node then 5 nodes), then $(CHAOS_SMOKE_REPLICATED_SECONDS)s sentinel and $(CHAOS_SMOKE_REPLICATED_SECONDS)s cluster"
 	$(HOST)/tests/edgelock_chaos --self-test
 	$(HOST)/tests/edgelock_chaos --nodes 1 --seconds $$(( $(CHAOS_SMOKE_SECONDS) / 3 ))
 	$(HOST)/tests/edgelock_chaos --nodes 5 --seconds $$(( $(CHAOS_SMOKE_SECONDS) - $(CHAOS_SMOKE_SECONDS) / 3 ))
+	$(HOST)/tests/edgelock_chaos --topology sentinel --seconds $(CHAOS_SMOKE_REPLICATED_SECONDS)
+	@if command -v redis-cli >/dev/null 2>&1; then \
+	    echo "$(HOST)/tests/edgelock_chaos --topology cluster --seconds $(CHAOS_SMOKE_REPLICATED_SECONDS)"; \
+	    $(HOST)/tests/edgelock_chaos --topology cluster --seconds $(CHAOS_SMOKE_REPLICATED_SECONDS); \
+	else \
+	    echo "== chaos: cluster run SKIPPED: redis-cli is missing (make deps installs it)"; \
+	fi
 
 test-aarch64: cross-aarch64
 	@echo "== aarch64: unit tests under qemu-aarch64"

@@ -1,9 +1,10 @@
 // The chaos safety checker's shared parts: the run's parameters, the logs
 // every process appends to, and the fenced "storage".
 //
-// A run (tests/chaos/main.cpp) starts redis-servers, a fault proxy in front of
-// each, and K worker processes contending for one key; a fault scheduler
-// breaks nodes, the network and lock holders meanwhile. Every critical
+// A run (tests/chaos/main.cpp) starts redis-servers in one of three
+// topologies (topology*.cpp), a fault proxy in front of each, and K worker
+// processes contending for one key; a fault scheduler breaks nodes, the
+// network and lock holders meanwhile. Every critical
 // section is logged with its fencing token and its enter / exit instants on
 // CLOCK_MONOTONIC, which is machine-wide, so instants from different
 // processes compare. A verifier (verify.cpp) reads the logs afterwards.
@@ -22,6 +23,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -80,17 +83,34 @@ private:
     int count_ = 0;
 };
 
-// Splits "a,b,c" into its parts.
-std::vector<std::string> split(const std::string& s, char sep);
+// Splits a node list as the agent's -N does: a comma ends a URL only where
+// another URL begins, so "redis-sentinel://h1,h2,h3/m" stays one node.
+std::vector<std::string> split_node_list(const std::string& list);
 
 // Worker entry points (worker.cpp); each returns the process's exit status.
 int library_worker_main(int argc, char** argv);
 int agent_worker_main(int argc, char** argv);
 int section_main(int argc, char** argv);
 
+// Where the workers lock (--topology):
+//   standalone  N independent masters, a Redlock over them when N > 1
+//   sentinel    one master and two replicas under three sentinels: one node
+//               URL, redis-sentinel://S1,S2,S3/mymaster
+//   cluster     three masters and three replicas: one node URL,
+//               redis-cluster://P1,P2,P3 (seed nodes)
+// In the last two a failover can lose a lock (replication is asynchronous):
+// the verifier reports overlapping holders there, and fails the run only on
+// what fencing must still prevent.
+enum class topology_kind { standalone, sentinel, cluster };
+const char* topology_name(topology_kind kind);
+bool parse_topology(const std::string& name, topology_kind& kind);
+
 // The verifier (verify.cpp).
 struct run_facts {
-    int nodes = 0;
+    topology_kind topology = topology_kind::standalone;
+    int nodes = 0;     // redis-servers holding data (replicas included)
+    int replicas = 0;  // of them, replicas (at the start)
+    int sentinels = 0;
     int workers = 0;
     int library_workers = 0;
     int seconds = 0;
@@ -112,6 +132,7 @@ struct verdict {
     long long stale_rejected = 0;
     long long rejected_unpaused = 0;
     long long out_of_order = 0;
+    long long token_regressions = 0;  // sentinel, cluster: see verify.cpp
     long long late_ops = 0;
     long long agent_bad_status = 0;
     long long open_sections = 0;
@@ -124,8 +145,68 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
             verdict* counts = nullptr);
 
 // Feeds the verifier made-up logs with known violations and checks that it
-// finds each of them, and nothing in a clean log. False, with what went
-// wrong in `failure`, if the verifier misjudged one.
+// finds each of them, and nothing in a clean log, in every topology's rules
+// (verify_self_test.cpp). False, with what went wrong in `failure`, if the
+// verifier misjudged one.
 bool verify_self_test(std::string& failure);
+
+// One injected fault, from start until it is healed.
+struct active_fault {
+    std::string kind;
+    int target = 0;   // a node, a sentinel (sentinel_stop), or a worker (holder_pause)
+    int section = 0;  // holder_pause: the section's own process group, when not the worker's
+    int step = 0;     // a fault made in steps (slot_migration): the next one
+    int other = -1;   // a second node: the replica expected to take over (master_kill)
+    std::int64_t start = 0;
+    std::int64_t end = 0;  // when it is healed, or its next step is due
+    std::string detail;
+};
+
+// Appends `fault KIND TARGET START END DETAIL` to dir/faults.log.
+void log_fault(const std::string& dir, const active_fault& f, std::int64_t end);
+
+// The servers of a run and the faults only they can make (topology*.cpp);
+// the run itself (main.cpp) owns the workers and pauses lock holders. Every
+// instant is read after the action it times.
+class topology {
+public:
+    enum class started { none, one_shot, active };
+    virtual ~topology() = default;
+    // Starts every server and proxy and waits until they serve; false, said
+    // on stderr, when they do not.
+    virtual bool start() = 0;
+    // The node list the workers lock through (-N, --urls).
+    virtual std::string node_list() const = 0;
+    // The fault kinds the scheduler draws from, evenly ("holder_pause", the
+    // run's own, among them).
+    virtual const std::vector<std::string>& kinds() const = 0;
+    // Starts a fault of `kind` (never holder_pause) in f. one_shot: it is over
+    // already (the run logs it); active: heal it when f.end comes.
+    virtual started inject(const std::string& kind, active_fault& f,
+                           const std::vector<active_fault>& active) = 0;
+    // f.end has come: heals f and returns true, or takes its next step (or
+    // finds it cannot heal yet) and sets a later f.end.
+    virtual bool advance(active_fault& f) = 0;
+    // The run is over: heals f now, waiting only for what safety needs.
+    virtual void finish(active_fault& f) = 0;
+    // Once every worker has ended and the ttl has passed: lock keys (and
+    // keys without an expiry but the fencing counter) still served.
+    virtual void count_locks_left(run_facts& facts) = 0;
+    // Stops the fault proxies (the servers stop with the object).
+    virtual void stop_proxies() = 0;
+    int harness_errors = 0;  // the topology went wrong (a node did not restart...)
+};
+
+struct topology_options {
+    std::string dir;                 // the run's logs
+    int nodes = 5;                   // standalone: how many
+    std::uint64_t seed = 0;          // the proxies' seeds
+    int proxy_seconds = 0;           // the proxies exit by themselves after it
+    std::mt19937_64* rng = nullptr;  // the scheduler's: one seed replays a run
+};
+
+std::unique_ptr<topology> make_standalone(const topology_options& o);
+std::unique_ptr<topology> make_sentinel(const topology_options& o);
+std::unique_ptr<topology> make_cluster(const topology_options& o);
 
 }  // namespace edgelock_chaos

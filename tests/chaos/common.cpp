@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -120,18 +121,67 @@ int holders::group(int worker) const {
     return map_ != nullptr && worker >= 0 && worker < count_ ? map_[worker] : 0;
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
+namespace {
+
+// A URL begins at `at`: a scheme (a letter, then letters, digits, "+-.")
+// and "://".
+bool url_begins(const std::string& s, std::size_t at) {
+    std::size_t i = at;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) != 0 || s[i] == '+' ||
+                            s[i] == '-' || s[i] == '.')) {
+        ++i;
+    }
+    return i > at && std::isalpha(static_cast<unsigned char>(s[at])) != 0 &&
+           s.compare(i, 3, "://") == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> split_node_list(const std::string& list) {
     std::vector<std::string> out;
     std::string::size_type start = 0;
-    while (start <= s.size()) {
-        const std::string::size_type end = s.find(sep, start);
-        out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
-        if (end == std::string::npos) {
-            break;
+    std::string::size_type from = 0;
+    for (;;) {
+        const std::string::size_type comma = list.find(',', from);
+        if (comma == std::string::npos) {
+            out.push_back(list.substr(start));
+            return out;
         }
-        start = end + 1;
+        from = comma + 1;
+        if (url_begins(list, comma + 1)) {
+            out.push_back(list.substr(start, comma - start));
+            start = comma + 1;
+        }
     }
-    return out;
+}
+
+void log_fault(const std::string& dir, const active_fault& f, std::int64_t end) {
+    append_line(dir + "/faults.log", "fault " + f.kind + " " + std::to_string(f.target) + " " +
+                                         std::to_string(f.start) + " " + std::to_string(end) + " " +
+                                         (f.detail.empty() ? "-" : f.detail));
+}
+
+const char* topology_name(topology_kind kind) {
+    switch (kind) {
+    case topology_kind::sentinel:
+        return "sentinel";
+    case topology_kind::cluster:
+        return "cluster";
+    case topology_kind::standalone:
+        break;
+    }
+    return "standalone";
+}
+
+bool parse_topology(const std::string& name, topology_kind& kind) {
+    for (topology_kind k :
+         {topology_kind::standalone, topology_kind::sentinel, topology_kind::cluster}) {
+        if (name == topology_name(k)) {
+            kind = k;
+            return true;
+        }
+    }
+    return false;
 }
 
 }  // namespace edgelock_chaos

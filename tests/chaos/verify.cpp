@@ -3,19 +3,28 @@
 // A critical section of a worker whose process group the scheduler stopped
 // while it was inside ("a paused holder") may outlive its lock: no lock
 // service can prevent that, only fencing can make the storage notice. Such
-// sections are reported apart; every other overlap is a safety violation.
+// sections are reported apart; in the standalone topology every other
+// overlap is a safety violation.
+//
+// In the sentinel and cluster topologies a failover can lose a lock: the
+// promoted replica may not have the lock's key yet (replication is
+// asynchronous), and another worker takes the lock while the first still
+// works. Overlaps, stale writes of holders that were not paused and tokens
+// out of order are reported there, not failures. What fencing must still
+// ensure is: the storage never accepts a stale write, and a token is above
+// the token of every section that had ended before its acquisition began
+// (counters never fall below the server's clock, so a failover that lost
+// increments still hands out larger tokens).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "chaos/chaos.hpp"
-#include "tools/files.hpp"
 
 namespace edgelock_chaos {
 
@@ -55,6 +64,42 @@ std::string pad(const std::string& label, long long value, const char* note = ""
     std::snprintf(buf, sizeof buf, "  %-48s %8lld%s%s\n", label.c_str(), value,
                   *note != '\0' ? "   " : "", note);
     return buf;
+}
+
+// Sections whose token is not above that of a section which had ended
+// before their acquisition began (the library's acquire, or the agent run,
+// started): whatever else failed over, such a token was issued later.
+long long regressions(const std::vector<section>& sections, const std::vector<op>& ops) {
+    std::map<std::pair<int, std::int64_t>, std::int64_t> began;
+    for (const op& o : ops) {
+        if (o.kind == "acquire" || o.kind == "agent") {
+            began[std::make_pair(o.worker, o.seq)] = o.start;
+        }
+    }
+    std::vector<std::pair<std::int64_t, std::uint64_t>> ended;  // exit, token
+    for (const section& s : sections) {
+        ended.emplace_back(s.exit, s.token);
+    }
+    std::sort(ended.begin(), ended.end());
+    std::vector<std::uint64_t> highest(ended.size());  // the highest token among ended[0..i]
+    for (std::size_t i = 0; i < ended.size(); ++i) {
+        highest[i] = std::max(ended[i].second, i > 0 ? highest[i - 1] : 0);
+    }
+    long long count = 0;
+    for (const section& s : sections) {
+        const auto it = began.find(std::make_pair(s.worker, s.seq));
+        if (it == began.end()) {
+            continue;
+        }
+        const std::size_t before = static_cast<std::size_t>(
+            std::lower_bound(ended.begin(), ended.end(),
+                             std::make_pair(it->second, std::uint64_t{0})) -
+            ended.begin());
+        if (before > 0 && highest[before - 1] >= s.token) {
+            ++count;
+        }
+    }
+    return count;
 }
 
 }  // namespace
@@ -216,6 +261,7 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
             ++out_of_order;
         }
     }
+    const long long token_regressions = regressions(sections, ops);
 
     // The storage: an accepted token below one accepted before is stale.
     long long accepted = 0;
@@ -329,12 +375,24 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
     const long long min_acquisitions = facts.seconds;  // one a second at the least
     const double seconds = static_cast<double>(facts.end_ns - facts.start_ns) / 1e9;
 
+    const bool replicated = facts.topology != topology_kind::standalone;
     std::string r;
     char head[300];
+    char shape[120] = "";
+    if (facts.topology == topology_kind::sentinel) {
+        std::snprintf(shape, sizeof shape,
+                      "sentinel: %d nodes (1 master, %d replicas), %d sentinels", facts.nodes,
+                      facts.replicas, facts.sentinels);
+    } else if (facts.topology == topology_kind::cluster) {
+        std::snprintf(shape, sizeof shape, "cluster: %d nodes (%d masters, %d replicas)",
+                      facts.nodes, facts.nodes - facts.replicas, facts.replicas);
+    } else {
+        std::snprintf(shape, sizeof shape, "%d node%s", facts.nodes, facts.nodes == 1 ? "" : "s");
+    }
     std::snprintf(head, sizeof head,
-                  "edgelock chaos report: %d node%s, %d workers (%d library, %d agent), %.0f s, "
+                  "edgelock chaos report: %s, %d workers (%d library, %d agent), %.0f s, "
                   "seed %llu, ttl %lld ms, fenced\n",
-                  facts.nodes, facts.nodes == 1 ? "" : "s", facts.workers, facts.library_workers,
+                  shape, facts.workers, facts.library_workers,
                   facts.workers - facts.library_workers, seconds,
                   static_cast<unsigned long long>(facts.seed), static_cast<long long>(ttl_ms));
     r += head;
@@ -354,13 +412,19 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
     }
     r += pad("agent runs", agent_runs_total);
     r += "checks:\n";
-    r += pad("overlapping critical sections", overlaps, "must be 0");
-    r += overlap_examples;
-    r += pad("  overlaps with a paused holder", paused_overlaps, "expected; fencing catches");
-    r += pad("stale writes accepted by the storage", stale_accepted, "must be 0");
-    r += pad("  stale writes rejected by the storage", stale_rejected, "fencing at work");
-    r += pad("stale writes from a holder that was not paused", rejected_unpaused, "must be 0");
-    r += pad("fencing tokens out of order", out_of_order, "must be 0");
+    if (replicated) {
+        r += pad("stale writes accepted by the storage", stale_accepted, "must be 0");
+        r += pad("  stale writes rejected by the storage", stale_rejected, "fencing at work");
+        r += pad("tokens not above an ended section's", token_regressions, "must be 0");
+    } else {
+        r += pad("overlapping critical sections", overlaps, "must be 0");
+        r += overlap_examples;
+        r += pad("  overlaps with a paused holder", paused_overlaps, "expected; fencing catches");
+        r += pad("stale writes accepted by the storage", stale_accepted, "must be 0");
+        r += pad("  stale writes rejected by the storage", stale_rejected, "fencing at work");
+        r += pad("stale writes from a holder that was not paused", rejected_unpaused, "must be 0");
+        r += pad("fencing tokens out of order", out_of_order, "must be 0");
+    }
     r += pad("locks still held after the end + ttl", facts.locks_left, "must be 0");
     r += pad("operations past their deadline", late_ops, "must be 0");
     r += late_examples;
@@ -370,13 +434,24 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
     r += pad("sections without an exit record", open_sections, "must be 0");
     r += pad("malformed log lines", malformed, "must be 0");
     r += pad("harness errors", facts.harness_errors, "must be 0");
+    if (replicated) {
+        r += "locks lost in a failover (replication is asynchronous): reported, not failures\n";
+        r += pad("overlapping critical sections", overlaps, "a lock lost");
+        r += overlap_examples;
+        r += pad("  overlaps with a paused holder", paused_overlaps, "fencing catches");
+        r += pad("stale writes from a holder that was not paused", rejected_unpaused,
+                 "its lock lost");
+        r += pad("fencing tokens out of order", out_of_order, "two holders at once");
+    }
     r += "outcomes:\n";
     for (const auto& o : outcomes) {
         r += pad("  " + o.first, o.second);
     }
 
-    bool ok = overlaps == 0 && stale_accepted == 0 && rejected_unpaused == 0 && out_of_order == 0 &&
-              facts.locks_left == 0 && late_ops == 0 && agent_bad_status == 0 &&
+    const bool fencing_ok = replicated ? stale_accepted == 0 && token_regressions == 0
+                                       : overlaps == 0 && stale_accepted == 0 &&
+                                             rejected_unpaused == 0 && out_of_order == 0;
+    bool ok = fencing_ok && facts.locks_left == 0 && late_ops == 0 && agent_bad_status == 0 &&
               facts.workers_crashed == 0 && facts.workers_not_stopped == 0 && open_sections == 0 &&
               malformed == 0 && facts.harness_errors == 0;
     if (acquisitions < min_acquisitions) {
@@ -393,103 +468,13 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
         counts->stale_rejected = stale_rejected;
         counts->rejected_unpaused = rejected_unpaused;
         counts->out_of_order = out_of_order;
+        counts->token_regressions = token_regressions;
         counts->late_ops = late_ops;
         counts->agent_bad_status = agent_bad_status;
         counts->open_sections = open_sections;
         counts->malformed = malformed;
     }
     return ok;
-}
-
-namespace {
-
-// One made-up run: worker-0.log and worker-1.log, storage.log, faults.log.
-struct fake_run {
-    std::string w0, w1, storage, faults;
-};
-
-bool judge(const fake_run& run, bool want_ok, long long verdict::*field, long long want,
-           const char* what, std::string& failure) {
-    std::unique_ptr<edgelock_test::temp_dir> made;
-    try {
-        made = std::make_unique<edgelock_test::temp_dir>("edgelock-chaos-self");
-    } catch (const std::exception& e) {
-        failure = e.what();
-        return false;
-    }
-    const std::string dir = made->path;
-    edgelock_test::write_file(dir + "/worker-0.log", run.w0);
-    edgelock_test::write_file(dir + "/worker-1.log", run.w1);
-    edgelock_test::write_file(dir + "/storage.log", run.storage);
-    edgelock_test::write_file(dir + "/faults.log", run.faults);
-    run_facts facts;
-    facts.nodes = 1;
-    facts.workers = 2;
-    facts.library_workers = 2;
-    facts.start_ns = 0;
-    facts.end_ns = 10000000000;
-    std::string report;
-    verdict v;
-    const bool ok = verify(dir, facts, report, &v);
-    made.reset();
-    if (ok != want_ok || v.*field != want) {
-        failure = std::string(what) + ": judged " + (ok ? "PASS" : "FAIL") + ", count " +
-                  std::to_string(v.*field) + ", expected " + (want_ok ? "PASS" : "FAIL") + " and " +
-                  std::to_string(want) + "\n" + report;
-        return false;
-    }
-    return true;
-}
-
-}  // namespace
-
-bool verify_self_test(std::string& failure) {
-    // Worker 0 holds [1 s, 2 s] with token 5, worker 1 [3 s, 4 s] with 6.
-    const std::string a =
-        "op acquire 1 900000000 1000000000 3000000000 acquired\n"
-        "enter 1 5 1000000000\nwrite 1 5 1500000000 accepted\n"
-        "exit 1 5 2000000000 done\n"
-        "op release 1 2000000000 2001000000 700000000 released\n";
-    const std::string b = "enter 1 6 3000000000\nexit 1 6 4000000000 done\n";
-    const std::string storage = "accept 5 1500000000 0\naccept 6 3500000000 1\n";
-    fake_run clean{a, b, storage, ""};
-    // Worker 1 enters at 1.5 s, inside worker 0's section.
-    fake_run overlap{a, "enter 1 6 1500000000\nexit 1 6 4000000000 done\n", storage, ""};
-    // The same, but worker 0 was stopped inside its section: reported apart.
-    fake_run paused = overlap;
-    paused.faults = "fault holder_pause 0 1200000000 2900000000 -\n";
-    fake_run stale{a, b, "accept 6 1500000000 1\naccept 5 3500000000 0\n", ""};
-    fake_run order{a, "enter 1 5 3000000000\nexit 1 5 4000000000 done\n", storage, ""};
-    fake_run late{a + "op acquire 2 5000000000 9000000000 3000000000 busy\n", b, storage, ""};
-    fake_run garbage{a, b + "bogus line\n", storage, ""};
-    // Worker 1 (not paused) holds from 1.5 s; worker 0 enters at 1.8 s and
-    // is stopped at 1.9 s: its pause came after, so it excuses nothing.
-    fake_run late_pause{"enter 1 6 1800000000\nexit 1 6 2500000000 done\n",
-                        "enter 1 5 1500000000\nexit 1 5 3000000000 done\n", "",
-                        "fault holder_pause 0 1900000000 3500000000 -\n"};
-    // Worker 0 stopped at 2.5 s, but worker 1 had entered at 1.5 s already.
-    fake_run pause_after_entry = overlap;
-    pause_after_entry.faults = "fault holder_pause 0 2500000000 2900000000 -\n";
-    fake_run truncated{a + "enter 2 7\n", b, storage, ""};
-    fake_run rejected{a,
-                      "enter 1 6 3000000000\nwrite 1 6 3100000000 rejected\n"
-                      "exit 1 6 4000000000 done\n",
-                      storage, ""};
-    return judge(clean, true, &verdict::overlaps, 0, "a clean run", failure) &&
-           judge(clean, true, &verdict::acquisitions, 2, "a clean run's acquisitions", failure) &&
-           judge(overlap, false, &verdict::overlaps, 1, "two holders at once", failure) &&
-           judge(paused, true, &verdict::paused_overlaps, 1, "a paused holder", failure) &&
-           judge(stale, false, &verdict::stale_accepted, 1, "a stale write accepted", failure) &&
-           judge(order, false, &verdict::out_of_order, 1, "a repeated token", failure) &&
-           judge(late, false, &verdict::late_ops, 1, "an operation past its bound", failure) &&
-           judge(garbage, false, &verdict::malformed, 1, "a malformed line", failure) &&
-           judge(late_pause, false, &verdict::overlaps, 1, "entry into an unpaused holder",
-                 failure) &&
-           judge(pause_after_entry, false, &verdict::overlaps, 1, "a pause after the overlap",
-                 failure) &&
-           judge(truncated, false, &verdict::malformed, 1, "a truncated line", failure) &&
-           judge(rejected, false, &verdict::rejected_unpaused, 1, "a stale write, not paused",
-                 failure);
 }
 
 }  // namespace edgelock_chaos

@@ -121,7 +121,7 @@ int library_worker_main(int argc, char** argv) {
     const auto a = parse_args(argc, argv);
     const int id = std::atoi(arg(a, "--id").c_str());
     const std::string dir = arg(a, "--dir");
-    const std::vector<std::string> urls = split(arg(a, "--urls"), ',');
+    const std::vector<std::string> urls = split_node_list(arg(a, "--urls"));
     const int workers = std::atoi(arg(a, "--workers").c_str());
     std::mt19937_64 rng(std::strtoull(arg(a, "--seed").c_str(), nullptr, 10));
     catch_stop();
