@@ -110,7 +110,7 @@ struct client_options {
     // redirects the tracking there; while that one is down (made again after
     // a backoff) the node's waiters poll, and once it is back they all try
     // once, for what was missed. Over TLS that connection needs a session of
-    // its own: a tls_mbedtls<2 * N> for a client<N>. A node that refuses
+    // its own: a tls_mbedtls<2 * (N + M)> for a client<N, M>. A node that refuses
     // tracking or the subscription is not failed: its waiters poll
     // (lock_options' retry delay). node(i).tracking says which.
     bool notify = true;
@@ -206,6 +206,27 @@ struct sentinel_state {
     std::uint8_t front = 0;  // the one that answered last: asked first
 };
 
+// A redis-sentinel:// node's connection to a sentinel, subscribed to
+// +switch-master (sentinel_watch.cpp).
+enum class watch_phase : std::uint8_t {
+    off,         // not wanted, or not begun
+    connecting,  // the socket is under way, until `due`
+    listening,   // SUBSCRIBE sent (or being sent)
+    backoff,     // failed: again at `due`, with the next sentinel
+};
+
+struct sentinel_watch {
+    int fd = -1;
+    watch_phase phase = watch_phase::off;
+    std::uint8_t tried = 0;     // sentinels after the front one
+    std::uint8_t failures = 0;  // consecutive, for the backoff
+    std::uint16_t sent = 0;     // bytes of the set-up sent
+    std::uint16_t setup_size = 0;
+    instant due;
+    std::size_t rx_size = 0;
+    char rx[2 * node_url_max_host + node_url_max_master_name + 64];
+};
+
 // A redis-cluster:// node (cluster.cpp): its own connection goes to a seed,
 // its extra connections to the masters its locks' slots are on.
 struct cluster_state {
@@ -235,6 +256,7 @@ struct connection {
     reply_fifo<in_flight, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
     subscription sub;                                      // RESP2 waiters are told through it
     sentinel_state sentinel;                               // redis-sentinel:// nodes
+    sentinel_watch watch;                                  // and their +switch-master
     cluster_state cluster;                                 // redis-cluster:// nodes
     peer target;                        // a master named by a sentinel or a Cluster's map
     std::uint8_t node = no_connection;  // the node it serves (its own index, for the first N)
@@ -295,8 +317,9 @@ public:
     std::size_t wanted(port::wait_entry* out, std::size_t capacity) const noexcept;
     // Two fds per connection at most: the lock connection and, on a RESP2
     // node with notify, its subscription. A client with a redis-cluster://
-    // node also counts its extra connections (client<N, M>).
-    std::size_t fd_capacity() const noexcept { return 2u * conn_count_; }
+    // node also counts its extra connections (client<N, M>), and a
+    // redis-sentinel:// node one more, its watch of +switch-master.
+    std::size_t fd_capacity() const noexcept { return 2u * conn_count_ + node_count_; }
     // When the client must be called next: on_timeout() at this instant.
     instant next_deadline() const noexcept;
     // The fd is ready (port::want_read / want_write / ready_error bits). With
@@ -388,6 +411,17 @@ private:
     void sentinel_query(std::uint8_t n, instant now) noexcept;
     void sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
                         std::size_t count, instant now) noexcept;
+    // The watch of a Sentinel node (sentinel_watch.cpp).
+    bool watch_wanted(std::uint8_t n) const noexcept;
+    void watch_service(std::uint8_t n, instant now) noexcept;
+    void watch_connect(std::uint8_t n, instant now) noexcept;
+    void watch_send(std::uint8_t n, instant now) noexcept;
+    void watch_ready(std::uint8_t n, std::uint8_t events, instant now) noexcept;
+    void watch_read(std::uint8_t n, instant now) noexcept;
+    void watch_message(std::uint8_t n, const resp_node* nodes, std::size_t count,
+                       instant now) noexcept;
+    void watch_close(std::uint8_t n, instant now) noexcept;
+    void watch_shut(std::uint8_t n) noexcept;
     port::endpoint endpoint_of(std::uint8_t n) const noexcept;
     // Redis Cluster nodes (cluster.cpp). A lock's requests to node `node`
     // go out on served_by(l, node); connection n serves node node_of(n).

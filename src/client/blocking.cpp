@@ -13,8 +13,8 @@ using namespace detail;
 // One wait for I/O, at most until `until`, then service. The clock is read
 // after the wait (and after each ready fd: see on_ready); `now` is the last.
 client_errc client_base::wait_once(instant until, instant& now) noexcept {
-    port::wait_entry entries[2 * max_connections];  // fd_capacity() at most
-    const std::size_t count = wanted(entries, 2 * max_connections);
+    port::wait_entry entries[2 * max_connections + lock_max_nodes];  // fd_capacity() at most
+    const std::size_t count = wanted(entries, sizeof entries / sizeof entries[0]);
     const instant deadline = earliest(next_deadline(), until);
     const int ready = port::wait(entries, count, deadline);
     if (ready < 0) {

@@ -29,6 +29,7 @@ void client_base::disconnect() noexcept {
         conns_[n].state = node_state::down;
         conns_[n].failures = 0;
         conns_[n].timers.stop_all();
+        watch_shut(n);
     }
 }
 

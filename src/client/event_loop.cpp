@@ -49,6 +49,23 @@ std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) con
         }
         ++count;
     }
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        const detail::sentinel_watch& w = conns_[n].watch;
+        if (w.fd < 0) {
+            continue;
+        }
+        if (count < capacity) {
+            port::wait_entry& e = out[count];
+            e.fd = w.fd;
+            e.ready = 0;
+            const bool unsent =
+                w.phase == watch_phase::connecting || w.sent < w.setup_size || w.setup_size == 0;
+            e.want = static_cast<std::uint8_t>(
+                (w.phase == watch_phase::connecting ? 0 : port::want_read) |
+                (unsent ? port::want_write : 0));
+        }
+        ++count;
+    }
     return count;
 }
 
@@ -79,6 +96,12 @@ instant client_base::next_deadline() const noexcept {
         if (p == sub_phase::connecting || p == sub_phase::setup ||
             ((p == sub_phase::backoff || p == sub_phase::off) && sub_wanted(n))) {
             next = earliest(next, p == sub_phase::off ? instant{0} : c.sub.due);
+        }
+        const watch_phase w = c.watch.phase;
+        if (n < node_count_ &&
+            (w == watch_phase::connecting ||
+             ((w == watch_phase::off || w == watch_phase::backoff) && watch_wanted(n)))) {
+            next = earliest(next, w == watch_phase::off ? instant{0} : c.watch.due);
         }
     }
     return next;
@@ -111,6 +134,12 @@ void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcep
     for (std::uint8_t n = 0; n < conn_count_; ++n) {
         if (conns_[n].sub.fd == fd && fd >= 0) {
             sub_ready(n, events, now);
+            return;
+        }
+    }
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        if (conns_[n].watch.fd == fd && fd >= 0) {
+            watch_ready(n, events, now);
             return;
         }
     }

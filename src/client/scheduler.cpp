@@ -244,6 +244,10 @@ void client_base::service(instant now) noexcept {
         for (std::uint8_t n = 0; n < conn_count_; ++n) {
             sub_service(n, now);
         }
+        // The watches of Sentinel nodes: +switch-master.
+        for (std::uint8_t n = 0; n < node_count_; ++n) {
+            watch_service(n, now);
+        }
         // Connect what someone needs.
         for (std::uint8_t n = 0; n < conn_count_; ++n) {
             detail::connection& c = conns_[n];
