@@ -1,6 +1,5 @@
 #include "options.hpp"
 
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <strings.h>
 
 #include "edgelock/lock.hpp"
+#include "node_list.hpp"
 
 namespace edgelock_cli {
 
@@ -120,18 +120,6 @@ std::string without_credentials(const std::string& list) {
 
 namespace {
 
-// A URL begins at `at`: a scheme (a letter, then letters, digits, "+-.")
-// and "://".
-bool url_begins(const std::string& s, std::size_t at) {
-    std::size_t i = at;
-    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) != 0 || s[i] == '+' ||
-                            s[i] == '-' || s[i] == '.')) {
-        ++i;
-    }
-    return i > at && std::isalpha(static_cast<unsigned char>(s[at])) != 0 &&
-           s.compare(i, 3, "://") == 0;
-}
-
 // A decimal in 0..255, nothing else.
 bool parse_byte(const std::string& v, unsigned& out) {
     char* end = nullptr;
@@ -142,35 +130,6 @@ bool parse_byte(const std::string& v, unsigned& out) {
     }
     out = static_cast<unsigned>(n);
     return true;
-}
-
-bool split_nodes(const std::string& list, std::vector<std::string>& out) {
-    // A comma ends a URL only where another begins (or where nothing does:
-    // an empty node), so a redis-sentinel:// URL keeps its list of hosts.
-    out.clear();
-    std::size_t start = 0;
-    std::size_t from = 0;
-    for (;;) {
-        const std::size_t comma = list.find(',', from);
-        if (comma != std::string::npos && comma + 1 < list.size() && list[comma + 1] != ',' &&
-            !url_begins(list, comma + 1)) {
-            from = comma + 1;  // inside a URL
-            continue;
-        }
-        const std::string one =
-            list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (one.empty()) {
-            return false;
-        }
-        out.push_back(one);
-        if (comma == std::string::npos) {
-            return true;
-        }
-        start = from = comma + 1;
-        if (start == list.size()) {
-            return false;  // a trailing comma: an empty node
-        }
-    }
 }
 
 bool read_password_file(const std::string& path, std::string& out, std::string& error) {

@@ -83,10 +83,6 @@ private:
     int count_ = 0;
 };
 
-// Splits a node list as the agent's -N does: a comma ends a URL only where
-// another URL begins, so "redis-sentinel://h1,h2,h3/m" stays one node.
-std::vector<std::string> split_node_list(const std::string& list);
-
 // Worker entry points (worker.cpp); each returns the process's exit status.
 int library_worker_main(int argc, char** argv);
 int agent_worker_main(int argc, char** argv);

@@ -4,7 +4,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -119,40 +118,6 @@ void holders::leave(int worker) {
 
 int holders::group(int worker) const {
     return map_ != nullptr && worker >= 0 && worker < count_ ? map_[worker] : 0;
-}
-
-namespace {
-
-// A URL begins at `at`: a scheme (a letter, then letters, digits, "+-.")
-// and "://".
-bool url_begins(const std::string& s, std::size_t at) {
-    std::size_t i = at;
-    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) != 0 || s[i] == '+' ||
-                            s[i] == '-' || s[i] == '.')) {
-        ++i;
-    }
-    return i > at && std::isalpha(static_cast<unsigned char>(s[at])) != 0 &&
-           s.compare(i, 3, "://") == 0;
-}
-
-}  // namespace
-
-std::vector<std::string> split_node_list(const std::string& list) {
-    std::vector<std::string> out;
-    std::string::size_type start = 0;
-    std::string::size_type from = 0;
-    for (;;) {
-        const std::string::size_type comma = list.find(',', from);
-        if (comma == std::string::npos) {
-            out.push_back(list.substr(start));
-            return out;
-        }
-        from = comma + 1;
-        if (url_begins(list, comma + 1)) {
-            out.push_back(list.substr(start, comma - start));
-            start = comma + 1;
-        }
-    }
 }
 
 void log_fault(const std::string& dir, const active_fault& f, std::int64_t end) {

@@ -25,6 +25,7 @@
 
 #include "chaos/chaos.hpp"
 #include "edgelock/client.hpp"
+#include "node_list.hpp"
 #include "tools/clock.hpp"
 #include "tools/proc.hpp"
 
@@ -121,7 +122,11 @@ int library_worker_main(int argc, char** argv) {
     const auto a = parse_args(argc, argv);
     const int id = std::atoi(arg(a, "--id").c_str());
     const std::string dir = arg(a, "--dir");
-    const std::vector<std::string> urls = split_node_list(arg(a, "--urls"));
+    std::vector<std::string> urls;
+    if (!edgelock_cli::split_nodes(arg(a, "--urls"), urls)) {
+        std::fprintf(stderr, "edgelock_chaos: worker %d: an empty URL in --urls\n", id);
+        return 64;
+    }
     const int workers = std::atoi(arg(a, "--workers").c_str());
     std::mt19937_64 rng(std::strtoull(arg(a, "--seed").c_str(), nullptr, 10));
     catch_stop();
