@@ -34,6 +34,10 @@ inline node_error from_net(port::net_status s) {
     }
 }
 
+// AUTH with a sentinel's own user and password (client_options) into buf;
+// 0 when the sentinels have none (sentinel.cpp).
+std::size_t encode_sentinel_auth(char* buf, std::size_t capacity, const client_options& o);
+
 // The decoder limits for replies: the compile-time ones, within the buffer.
 inline resp_limits reply_limits() {
     resp_limits l;

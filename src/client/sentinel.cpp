@@ -27,6 +27,23 @@ constexpr std::uint32_t ask_master = 1;
 
 }  // namespace
 
+namespace detail {
+
+std::size_t encode_sentinel_auth(char* buf, std::size_t capacity, const client_options& o) {
+    if (o.sentinel_password.empty()) {
+        return 0;
+    }
+    str_view auth[3] = {"AUTH"};
+    std::size_t argc = 1;
+    if (!o.sentinel_username.empty()) {
+        auth[argc++] = o.sentinel_username;
+    }
+    auth[argc++] = o.sentinel_password;
+    return resp_encode_command(buf, capacity, auth, argc).size;
+}
+
+}  // namespace detail
+
 port::endpoint client_base::endpoint_of(std::uint8_t n) const noexcept {
     const detail::connection& c = conns_[n];
     port::endpoint where;
@@ -84,15 +101,8 @@ void client_base::sentinel_reconnect(std::uint8_t n, instant now, duration allow
 void client_base::sentinel_query(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     c.state = node_state::handshake;
-    if (!options_.sentinel_password.empty()) {
-        str_view auth[3] = {"AUTH"};
-        std::size_t argc = 1;
-        if (!options_.sentinel_username.empty()) {
-            auth[argc++] = options_.sentinel_username;
-        }
-        auth[argc++] = options_.sentinel_password;
-        const resp_encoded e = resp_encode_command(c.tx, sizeof c.tx, auth, argc);
-        c.tx_size = e.size;
+    c.tx_size = encode_sentinel_auth(c.tx, sizeof c.tx, options_);
+    if (c.tx_size > 0) {
         detail::in_flight f;
         f.to = reply_to::sentinel;
         f.tag = ask_auth;

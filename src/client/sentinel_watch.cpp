@@ -29,16 +29,7 @@ namespace {
 constexpr std::size_t watch_setup_capacity = 2 * node_url_max_secret + 96;
 
 std::size_t watch_setup(char* buf, std::size_t capacity, const client_options& o) {
-    std::size_t size = 0;
-    if (!o.sentinel_password.empty()) {
-        str_view auth[3] = {"AUTH"};
-        std::size_t argc = 1;
-        if (!o.sentinel_username.empty()) {
-            auth[argc++] = o.sentinel_username;
-        }
-        auth[argc++] = o.sentinel_password;
-        size += resp_encode_command(buf, capacity, auth, argc).size;
-    }
+    std::size_t size = encode_sentinel_auth(buf, capacity, o);
     const str_view subscribe[] = {"SUBSCRIBE", "+switch-master"};
     size += resp_encode_command(buf + size, capacity - size, subscribe, 2).size;
     return size;

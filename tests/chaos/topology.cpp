@@ -84,6 +84,17 @@ bool start_proxy_fault(const std::string& kind, edgelock_test::fault_proxy& px,
     return ok;
 }
 
+bool start_node_fault(const std::string& kind, proxied_node& n, std::mt19937_64& rng,
+                      active_fault& f) {
+    if (kind != "node_pause") {
+        return start_proxy_fault(kind, *n.proxy, rng, f);
+    }
+    n.server->pause();
+    f.start = mono_ns();
+    f.end = f.start + ms_to_ns(uniform(rng, 200, 3000));
+    return true;
+}
+
 bool start_proxy(proxied_node& n, const topology_options& o, int index) {
     n.proxy = std::make_unique<edgelock_test::fault_proxy>();
     if (!n.proxy->start(EDGELOCK_FAULT_PROXY_PATH, n.server->port(),
@@ -278,11 +289,7 @@ public:
             const std::int64_t down_ms = ttl_ms + uniform(rng_, 50, 1000);
             f.end = f.start + ms_to_ns(down_ms);
             f.detail = "restart_after_ms=" + std::to_string(down_ms);
-        } else if (kind == "node_pause") {
-            n.server->pause();
-            f.start = mono_ns();
-            f.end = f.start + ms_to_ns(uniform(rng_, 200, 3000));
-        } else if (!start_proxy_fault(kind, *n.proxy, rng_, f)) {
+        } else if (!start_node_fault(kind, n, rng_, f)) {
             ++harness_errors;
         }
         return started::active;

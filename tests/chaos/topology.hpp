@@ -46,6 +46,11 @@ struct proxied_node {
     std::uint16_t proxy_port() const { return proxy->port(); }
 };
 
+// Starts node_pause (the server stopped for 0.2 to 3 s) or a proxy fault on
+// `n`: f.start and f.end set, false when the proxy refused.
+bool start_node_fault(const std::string& kind, proxied_node& n, std::mt19937_64& rng,
+                      active_fault& f);
+
 // Starts the proxy in front of a started server; false, said on stderr, when
 // it did not start.
 bool start_proxy(proxied_node& n, const topology_options& o, int index);

@@ -304,9 +304,7 @@ topology::started cluster_topology::inject(const std::string& kind, active_fault
     }
     if (kind == "node_pause") {
         f.target = static_cast<int>(uniform(rng_, 0, node_count - 1));
-        node(f.target).server->pause();
-        f.start = mono_ns();
-        f.end = f.start + ms_to_ns(uniform(rng_, 200, 3000));
+        start_node_fault(kind, node(f.target), rng_, f);
         return started::active;
     }
     if (kind == "slot_migration") {

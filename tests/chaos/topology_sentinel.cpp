@@ -282,12 +282,7 @@ topology::started sentinel_topology::inject(const std::string& kind, active_faul
         return started::active;
     }
     f.target = static_cast<int>(uniform(rng_, 0, 2));
-    proxied_node& n = node(f.target);
-    if (kind == "node_pause") {
-        n.server->pause();
-        f.start = mono_ns();
-        f.end = f.start + ms_to_ns(uniform(rng_, 200, 3000));
-    } else if (!start_proxy_fault(kind, *n.proxy, rng_, f)) {
+    if (!start_node_fault(kind, node(f.target), rng_, f)) {
         ++harness_errors;
     }
     return started::active;
