@@ -8,8 +8,9 @@
 // acquisition costs the slowest reply of its quorum. Nothing here
 // allocates or throws; sockets, time and randomness come from the port
 // (include/edgelock/port.hpp), so link a port target such as edgelock::port_posix.
-// This header includes the two it is made of: client_lock.hpp (a lock on a
-// client) and client_errors.hpp (error codes, per-node reports).
+// This header includes the three it is made of: client_lock.hpp (a lock on
+// a client), client_errors.hpp (error codes, per-node reports) and
+// client_connection.hpp (the state kept per connection, internal).
 //
 // Blocking use:
 //
@@ -62,6 +63,7 @@
 #include <cstdint>
 
 #include "edgelock/client_config.hpp"
+#include "edgelock/client_connection.hpp"
 #include "edgelock/client_errors.hpp"
 #include "edgelock/client_lock.hpp"
 #include "edgelock/config.hpp"
@@ -132,141 +134,6 @@ class client_base;
 
 // Sees the reply to command() while its bytes are valid (copy what you keep).
 using reply_callback = void (*)(void* ctx, const resp_node* nodes, std::size_t count);
-
-namespace detail {
-
-// Whom a reply in flight answers.
-enum class reply_to : std::uint8_t {
-    lock,      // a lock's request: `lock` and its `tag`
-    setup,     // a set-up request: `tag` is the handshake's request
-    command,   // the reply to command()
-    discard,   // a reply whose lock was detached, or a command given up
-    tracking,  // CLIENT TRACKING ON REDIRECT to the node's subscription
-    sentinel,  // a sentinel's answer: `tag` is 0 for AUTH, 1 for the master's address
-    cluster,   // CLUSTER SLOTS, the map of a redis-cluster:// node
-};
-
-// No connection: a route not known, an extra connection no node has taken.
-constexpr std::uint8_t no_connection = 0xff;
-
-struct in_flight {
-    client_lock* lock = nullptr;
-    std::uint32_t tag = 0;
-    reply_to to = reply_to::discard;
-    bool follows = false;  // a lock's WAIT, behind its request
-};
-
-// A connection's timers.
-enum class connection_timer : std::uint8_t {
-    connect,  // connect plus set-up must be done by then
-    backoff,  // no new attempt before then
-    stall,    // the oldest request in flight has waited stall_timeout by then
-};
-
-// A RESP2 node's second connection, subscribed to __redis__:invalidate, to
-// which the lock connection's CLIENT TRACKING redirects (subscription.cpp).
-enum class sub_phase : std::uint8_t {
-    off,         // not wanted (RESP3, notify off, an old server) or not begun
-    connecting,  // the socket, or the transport's handshake, is under way
-    setup,       // [AUTH], CLIENT ID and SUBSCRIBE are out
-    listening,   // subscribed: `id` is what the lock connection redirects to
-    backoff,     // failed: again at `due`
-    refused,     // the server said no: not again while the lock connection lasts
-};
-
-struct subscription {
-    int fd = -1;
-    sub_phase phase = sub_phase::off;
-    bool opening = false;          // connecting: the transport's open() is not done
-    bool subscribed = false;       // SUBSCRIBE confirmed
-    std::uint8_t replies_due = 0;  // of the set-up
-    std::uint8_t failures = 0;     // consecutive, for the backoff
-    unsigned attempt = 0;          // which resolved address to try
-    std::uint16_t sent = 0;        // bytes of the set-up sent
-    std::uint16_t setup_size = 0;  // and its whole size (0: not written yet)
-    std::int64_t id = 0;           // CLIENT ID; 0: not known yet
-    instant due;                   // connecting, setup: the deadline; backoff: its end
-    std::size_t rx_size = 0;
-    char rx[EDGELOCK_CLIENT_SUB_BUFFER];
-};
-
-// Where a connection goes when it is not where its URL says: the master a
-// sentinel named, or the Cluster master an extra connection serves.
-struct peer {
-    std::uint8_t host_size = 0;
-    std::uint16_t port = 0;  // 0: not known
-    char host[node_url_max_host + 1] = {};
-    str_view host_view() const noexcept { return str_view(host, host_size); }
-};
-
-// A redis-sentinel:// node's asking (sentinel.cpp).
-struct sentinel_state {
-    bool asking = false;     // the connection is to a sentinel, asking
-    std::uint8_t tried = 0;  // sentinels asked in this round of asking
-    std::uint8_t front = 0;  // the one that answered last: asked first
-};
-
-// A redis-sentinel:// node's connection to a sentinel, subscribed to
-// +switch-master (sentinel_watch.cpp).
-enum class watch_phase : std::uint8_t {
-    off,         // not wanted, or not begun
-    connecting,  // the socket is under way, until `due`
-    listening,   // SUBSCRIBE sent (or being sent)
-    backoff,     // failed: again at `due`, with the next sentinel
-};
-
-struct sentinel_watch {
-    int fd = -1;
-    watch_phase phase = watch_phase::off;
-    std::uint8_t tried = 0;     // sentinels after the front one
-    std::uint8_t failures = 0;  // consecutive, for the backoff
-    std::uint16_t sent = 0;     // bytes of the set-up sent
-    std::uint16_t setup_size = 0;
-    instant due;
-    std::size_t rx_size = 0;
-    char rx[2 * node_url_max_host + node_url_max_master_name + 64];
-};
-
-// A redis-cluster:// node (cluster.cpp): its own connection goes to a seed,
-// its extra connections to the masters its locks' slots are on.
-struct cluster_state {
-    std::uint8_t seed = 0;    // the seed the node's own connection tries
-    bool map_due = false;     // CLUSTER SLOTS is to be asked
-    bool map_out = false;     // and its reply is awaited
-    bool map_unread = false;  // it did not fit the receive buffer: not asked again
-};
-
-struct connection {
-    node_address address;
-    int fd = -1;
-    node_state state = node_state::down;
-    bool opening = false;       // connecting: the socket is up, the transport's open() is not
-    bool want_write = false;    // bytes wait for the socket to take them
-    bool heard = false;         // this connection has received a byte
-    std::uint8_t failures = 0;  // consecutive failed attempts, for the backoff
-    unsigned attempt = 0;       // which resolved address to try
-    timer_table<connection_timer, 3> timers;
-    std::size_t rx_size = 0;
-    std::size_t tx_size = 0;
-    // Bytes still to throw away of a set-up INFO reply too long for rx.
-    std::size_t skip = 0;
-    handshake setup;
-    resp_decoder decoder;  // resumes a reply split across reads
-    node_report report;
-    reply_fifo<in_flight, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
-    subscription sub;                                      // RESP2 waiters are told through it
-    sentinel_state sentinel;                               // redis-sentinel:// nodes
-    sentinel_watch watch;                                  // and their +switch-master
-    cluster_state cluster;                                 // redis-cluster:// nodes
-    peer target;                        // a master named by a sentinel or a Cluster's map
-    std::uint8_t node = no_connection;  // the node it serves (its own index, for the first N)
-    bool redirect_due = false;          // CLIENT TRACKING ... REDIRECT sub.id is still to send
-    std::uint32_t generation = 0;       // counts drops: a reply loop stops when its connection went
-    char rx[EDGELOCK_CLIENT_RX_BUFFER];
-    char tx[EDGELOCK_CLIENT_TX_BUFFER];
-};
-
-}  // namespace detail
 
 // The capacity-erased client; code that does not care about the node count
 // takes a client_base&. Create a client<N>.
