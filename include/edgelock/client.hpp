@@ -307,7 +307,7 @@ private:
     bool queue_cluster_map(std::uint8_t n, instant now) noexcept;
     void cluster_map_reply(std::uint8_t n, const char* data, std::size_t size,
                            instant now) noexcept;
-    void cluster_lost(std::uint8_t n, instant now) noexcept;
+    void cluster_lost(std::uint8_t n) noexcept;
     void tracking_reply(std::uint8_t n, std::uint32_t id, const resp_node* nodes, std::size_t count,
                         instant now) noexcept;
     // Writes the lock connection's redirect to its subscription when due;

@@ -173,11 +173,9 @@ bool client_base::cluster_redirect(std::uint8_t n, client_lock& l, std::uint32_t
     if (host.empty()) {
         host = endpoint_of(n).host;
     }
-    // Copied out: the reply's bytes go when a connection is dropped for room.
-    char where[node_url_max_host];
-    memcpy(where, host.data, host.size);
-    const std::uint8_t to =
-        cluster_connection(node, str_view(where, host.size), static_cast<std::uint16_t>(port), now);
+    // The reply stays readable: a connection taken back for room is never
+    // this one, which serves the lock.
+    const std::uint8_t to = cluster_connection(node, host, static_cast<std::uint16_t>(port), now);
     if (to == no_connection) {
         c.report.error = node_error::server_error;
         c.report.set_message(
@@ -276,8 +274,7 @@ void client_base::cluster_map_reply(std::uint8_t n, const char* data, std::size_
 
 // A connection of a Cluster node failed: its own tries the next seed, and
 // the map is asked again (a master may be gone, its replica promoted).
-void client_base::cluster_lost(std::uint8_t n, instant now) noexcept {
-    (void)now;
+void client_base::cluster_lost(std::uint8_t n) noexcept {
     detail::connection& c = conns_[n];
     if (c.node == no_connection) {
         return;

@@ -116,7 +116,7 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
     c.state = node_state::backoff;
     c.timers.set(connection_timer::backoff, backoff_until(c.failures, now));
     if (c.address.seed_count > 0) {
-        cluster_lost(n, now);  // the next seed; the map asked again
+        cluster_lost(n);  // the next seed; the map asked again
     }
 }
 

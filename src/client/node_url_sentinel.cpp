@@ -21,11 +21,17 @@ url_errc parse_listed_host(str_view hp, std::uint16_t default_port, node_address
     return parse_host_port(hp, a);
 }
 
-// [userinfo@]host[:port][,host[:port]...] into a (the first host's there),
-// the list into hosts and its length into count.
-url_errc parse_host_list(str_view authority, std::uint16_t default_port, node_address& a,
-                         str_view& hosts, std::uint8_t& count) {
-    url_errc e = parse_userinfo(authority, a, hosts);
+// [userinfo@]host[:port][,host[:port]...] up to the first '/', '?' or '#'
+// of rest into a (the first host's there), the list into hosts and its
+// length into count, and what follows into tail.
+url_errc parse_host_list(str_view rest, std::uint16_t default_port, node_address& a,
+                         str_view& hosts, std::uint8_t& count, str_view& tail) {
+    const std::size_t end = find_any(rest, '/', '?', '#');
+    tail = sub(rest, end, rest.size);
+    if (contains(tail, '@')) {
+        return url_errc::bad_userinfo;
+    }
+    url_errc e = parse_userinfo(sub(rest, 0, end), a, hosts);
     count = 0;
     for (std::size_t from = 0; e == url_errc::ok && from <= hosts.size; ++count) {
         const std::size_t comma = from + find(sub(hosts, from, hosts.size), ',');
@@ -66,15 +72,10 @@ namespace url_detail {
 // What follows "redis-sentinel://": [userinfo@]host[:port][,host[:port]...]
 // then /MASTER_NAME[/db].
 url_errc parse_sentinel(str_view rest, node_address& a) {
-    const std::size_t end = find_any(rest, '/', '?', '#');
-    const str_view authority = sub(rest, 0, end);
-    const str_view tail = sub(rest, end, rest.size);
-    if (contains(tail, '@')) {
-        return url_errc::bad_userinfo;
-    }
     str_view hosts;
+    str_view tail;
     std::uint8_t count = 0;
-    const url_errc e = parse_host_list(authority, sentinel_port, a, hosts, count);
+    const url_errc e = parse_host_list(rest, sentinel_port, a, hosts, count, tail);
     if (e != url_errc::ok) {
         return e;
     }
@@ -106,23 +107,18 @@ url_errc parse_sentinel(str_view rest, node_address& a) {
 // What follows "redis-cluster://": [userinfo@]host[:port][,host[:port]...],
 // then nothing (a cluster has database 0 only) or a lone '/'.
 url_errc parse_cluster(str_view rest, node_address& a) {
-    const std::size_t end = find_any(rest, '/', '?', '#');
-    const str_view authority = sub(rest, 0, end);
-    const str_view tail = sub(rest, end, rest.size);
-    if (contains(tail, '@')) {
-        return url_errc::bad_userinfo;
+    str_view hosts;
+    str_view tail;
+    std::uint8_t count = 0;
+    const url_errc e = parse_host_list(rest, seed_port, a, hosts, count, tail);
+    if (e != url_errc::ok) {
+        return e;
     }
     if (find_any(tail, '?', '#', '#') < tail.size) {
         return url_errc::bad_query;
     }
     if (tail.size > 1) {
         return url_errc::bad_path;
-    }
-    str_view hosts;
-    std::uint8_t count = 0;
-    const url_errc e = parse_host_list(authority, seed_port, a, hosts, count);
-    if (e != url_errc::ok) {
-        return e;
     }
     a.seeds = hosts;
     a.seed_count = count;
