@@ -62,16 +62,19 @@ void on_event(void* ctx, edgelock::client_lock& l, const edgelock::lock_event& e
 // The client's fds change when connections are made or dropped, and a closed
 // fd's number can come back for a new connection (which epoll would then not
 // know). Re-registering the few fds on every turn is the simple correct way.
+using nodes_client = edgelock::client<edgelock::lock_max_nodes>;
+
 int sync_epoll(int ep, edgelock::client_base& c, int* registered, int count) {
     for (int i = 0; i < count; ++i) {
         epoll_ctl(ep, EPOLL_CTL_DEL, registered[i], nullptr);
     }
-    // Two fds per node at most (c.fd_capacity()): a RESP2 node's waiters
-    // are told through a second connection.
-    edgelock::port::wait_entry want[2 * edgelock::lock_max_nodes];
-    const std::size_t n = c.wanted(want, 2 * edgelock::lock_max_nodes);
+    // The most fds the client can want at once (a RESP2 node's waiters are
+    // told through a second connection, a Sentinel node keeps a watch):
+    // wanted() writes no more than that.
+    edgelock::port::wait_entry want[nodes_client::max_fds];
+    const std::size_t n = c.wanted(want, nodes_client::max_fds);
     int k = 0;
-    for (std::size_t i = 0; i < n && i < 2 * edgelock::lock_max_nodes; ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
         epoll_event ev{};
         ev.events = ((want[i].want & edgelock::port::want_read) ? EPOLLIN : 0u) |
                     ((want[i].want & edgelock::port::want_write) ? EPOLLOUT : 0u);
@@ -102,7 +105,7 @@ int main(int argc, char** argv) {
         urls[i] = edgelock::str_view(argv[2 + i]);
     }
 
-    static edgelock::client<edgelock::lock_max_nodes> client;  // ~7 KB per node: not on the stack
+    static nodes_client client;  // ~7 KB per node: not on the stack
     const edgelock::client_errc ce =
         client.configure(urls, static_cast<std::size_t>(nodes), edgelock::client_options{});
     if (ce != edgelock::client_errc::ok) {
@@ -141,7 +144,7 @@ int main(int argc, char** argv) {
                        edgelock::duration::seconds(static_cast<std::uint64_t>(seconds)));
     edgelock::instant stop_at = edgelock::instant::never();
     bool releasing = false;
-    int registered[2 * edgelock::lock_max_nodes];
+    int registered[nodes_client::max_fds];
     int nregistered = 0;
 
     while (!state.finished) {

@@ -27,7 +27,7 @@
 //   }
 //
 // Event-loop use (a daemon that owns its loop): register the fds from
-// c.wanted() (up to c.fd_capacity(), two per node), sleep until c.next_deadline(), then call
+// c.wanted() (up to c.fd_capacity(): size the array so), sleep until c.next_deadline(), then call
 // c.on_ready(fd, events) or c.on_timeout(); start operations with job.start_acquire() and friends
 // and learn their outcome from the lock's callback. A started operation goes out at the client's
 // next call (next_deadline() is then now), so starting many locks in a row costs one pass over
@@ -50,8 +50,9 @@
 // master), ... A master that may evict lock keys is used, with node(i).warning set. An error reply
 // to a lock request (READONLY, OOM, NOPERM, ...) counts as that node's "no"
 // and shows in node(i) with the server's text, the connection kept.
-// Host names are resolved on every connect, by the system resolver, which
-// blocks; numeric addresses never touch it.
+// Host names are looked up on every connect without blocking (the port's
+// asynchronous lookup, within connect_timeout); numeric addresses never touch
+// the resolver.
 //
 // Callbacks may start operations (start_acquire/renew/release) on any lock.
 // They must not call blocking functions (those return `reentered`), and must
@@ -179,14 +180,20 @@ public:
 
     // --- event-loop API ---
     // Fills up to `capacity` entries with the fds to watch and the readiness
-    // wanted (port::want_read / want_write); returns how many there are (may
-    // exceed capacity: pass fd_capacity() entries and it never does).
+    // wanted (port::want_read / want_write); returns how many it wrote. Pass
+    // fd_capacity() entries (or client<N, M>::max_fds) to be given them all.
     std::size_t wanted(port::wait_entry* out, std::size_t capacity) const noexcept;
-    // Two fds per connection at most: the lock connection and, on a RESP2
-    // node with notify, its subscription. A client with a redis-cluster://
-    // node also counts its extra connections (client<N, M>), and a
-    // redis-sentinel:// node one more, its watch of +switch-master.
-    std::size_t fd_capacity() const noexcept { return 2u * conn_count_ + node_count_; }
+    // The most fds wanted() gives at once for `nodes` nodes on `connections`
+    // connections: two per connection (the lock connection, or the lookup of
+    // its host name while it is being looked up; and, on a RESP2 node with
+    // notify, its subscription) and one per node (a redis-sentinel:// node's
+    // watch of +switch-master, or its lookup). A Cluster node's extra
+    // connections count as connections.
+    static constexpr std::size_t fd_capacity_for(std::size_t nodes,
+                                                 std::size_t connections) noexcept {
+        return 2 * connections + nodes;
+    }
+    std::size_t fd_capacity() const noexcept { return fd_capacity_for(node_count_, conn_count_); }
     // When the client must be called next: on_timeout() at this instant.
     instant next_deadline() const noexcept;
     // The fd is ready (port::want_read / want_write / ready_error bits). With
@@ -227,6 +234,8 @@ private:
     void handle_ready(int fd, std::uint8_t events, instant now) noexcept;
     // Connections (connection.cpp).
     void start_connect(std::uint8_t n, instant now) noexcept;
+    void resolve(std::uint8_t n, instant now) noexcept;
+    void resolved(std::uint8_t n, instant now) noexcept;
     void try_addresses(std::uint8_t n, instant now) noexcept;
     void connect_ready(std::uint8_t n, instant now) noexcept;
     void open_session(std::uint8_t n, port::net_result r, instant now) noexcept;
@@ -274,14 +283,17 @@ private:
     // Sentinel-managed masters (sentinel.cpp).
     void sentinel_begin(std::uint8_t n, instant now) noexcept;
     bool sentinel_next(std::uint8_t n, instant now) noexcept;
-    void sentinel_reconnect(std::uint8_t n, instant now, duration allowance) noexcept;
+    void sentinel_reconnect(std::uint8_t n, instant now, instant deadline) noexcept;
     void sentinel_query(std::uint8_t n, instant now) noexcept;
     void sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
                         std::size_t count, instant now) noexcept;
     // The watch of a Sentinel node (sentinel_watch.cpp).
     bool watch_wanted(std::uint8_t n) const noexcept;
+    int watch_fd(std::uint8_t n) const noexcept;
+    bool watch_sentinel(std::uint8_t n, port::endpoint& where) const noexcept;
     void watch_service(std::uint8_t n, instant now) noexcept;
     void watch_connect(std::uint8_t n, instant now) noexcept;
+    void watch_dial(std::uint8_t n, instant now) noexcept;
     void watch_send(std::uint8_t n, instant now) noexcept;
     void watch_ready(std::uint8_t n, std::uint8_t events, instant now) noexcept;
     void watch_read(std::uint8_t n, instant now) noexcept;
@@ -325,6 +337,7 @@ private:
     void pump_events(client_lock& l, instant now) noexcept;
     void notify(client_lock& l, const lock_event& ev) noexcept;
     void begin(client_lock& l, instant now) noexcept;
+    void connection_deadlines(std::uint8_t n, instant now) noexcept;
     bool node_settled(std::uint8_t n) const noexcept;
     bool all_settled() const noexcept;
     bool node_wanted(std::uint8_t n) const noexcept;
@@ -363,6 +376,9 @@ class client : public client_base {
     static_assert(N + M <= 64, "a client has at most 64 connections");
 
 public:
+    // The wait entries the client may want at once (fd_capacity() at most).
+    static constexpr std::size_t max_fds = fd_capacity_for(N, N + M);
+
     client() noexcept : client_base(storage_, N, M) {}
     ~client() { shutdown(); }
 

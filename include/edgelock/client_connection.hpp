@@ -12,6 +12,7 @@
 #include "edgelock/client_errors.hpp"
 #include "edgelock/handshake.hpp"
 #include "edgelock/node_url.hpp"
+#include "edgelock/port.hpp"
 #include "edgelock/reply_fifo.hpp"
 #include "edgelock/resp_decoder.hpp"
 #include "edgelock/str_view.hpp"
@@ -47,13 +48,55 @@ struct in_flight {
 
 // A connection's timers.
 enum class connection_timer : std::uint8_t {
-    connect,  // connect plus set-up must be done by then
-    backoff,  // no new attempt before then
-    stall,    // the oldest request in flight has waited stall_timeout by then
+    connect,   // lookup, connect plus set-up must be done by then
+    backoff,   // no new attempt before then
+    stall,     // the oldest request in flight has waited stall_timeout by then
+    sentinel,  // the sentinel being asked must have answered by then
+};
+
+// The host name lookup of a connection or a watch (host_lookup.cpp). One at
+// a time: a lookup still running when its attempt gives up is kept, and the
+// next attempt for the same host waits for it again rather than asking anew,
+// so a name server that never answers costs one port lookup here, however
+// long it hangs. A numeric host is done at once, without the resolver.
+class host_lookup {
+public:
+    host_lookup() noexcept = default;
+    host_lookup(const host_lookup&) = delete;
+    host_lookup& operator=(const host_lookup&) = delete;
+    ~host_lookup() { abandon(); }
+
+    // Begins an attempt's lookup of `host`: ok (the addresses are there),
+    // in_progress (wait for fd(), then ask result()), would_block (a lookup
+    // of another host, begun by an earlier attempt, still runs), or why the
+    // port could not start one.
+    port::net_result begin(str_view host) noexcept;
+    // The fd an attempt waits on, readable once the lookup is done; -1 when
+    // no attempt waits.
+    int fd() const noexcept { return waiting_ ? fd_ : -1; }
+    // What the waited-for lookup came to: in_progress while it runs.
+    port::net_result result() const noexcept;
+    // The index-th address of the attempt's lookup, numeric and
+    // NUL-terminated; 0 when there is none.
+    std::size_t address(unsigned index, char* buf, std::size_t capacity) const noexcept;
+    // The attempt is over (connected, failed, out of time): a lookup still
+    // running stays for the next attempt; one that is done is let go.
+    void end() noexcept;
+    // A kept lookup that has finished since is let go.
+    void tidy() noexcept;
+    // Let go whatever its state (the client goes away).
+    void abandon() noexcept;
+
+private:
+    int id_ = -1;
+    int fd_ = -1;
+    bool waiting_ = false;  // an attempt waits for it
 };
 
 // A RESP2 node's second connection, subscribed to __redis__:invalidate, to
-// which the lock connection's CLIENT TRACKING redirects (subscription.cpp).
+// which the lock connection's CLIENT TRACKING redirects (subscription.cpp). It
+// goes to the address the lock connection reached (tracking redirects only
+// within one server), so it looks nothing up.
 enum class sub_phase : std::uint8_t {
     off,         // not wanted (RESP3, notify off, an old server) or not begun
     connecting,  // the socket, or the transport's handshake, is under way
@@ -70,7 +113,6 @@ struct subscription {
     bool subscribed = false;       // SUBSCRIBE confirmed
     std::uint8_t replies_due = 0;  // of the set-up
     std::uint8_t failures = 0;     // consecutive, for the backoff
-    unsigned attempt = 0;          // which resolved address to try
     std::uint16_t sent = 0;        // bytes of the set-up sent
     std::uint16_t setup_size = 0;  // and its whole size (0: not written yet)
     std::int64_t id = 0;           // CLIENT ID; 0: not known yet
@@ -99,6 +141,7 @@ struct sentinel_state {
 // +switch-master (sentinel_watch.cpp).
 enum class watch_phase : std::uint8_t {
     off,         // not wanted, or not begun
+    resolving,   // the sentinel's host name is being looked up, until `due`
     connecting,  // the socket is under way, until `due`
     listening,   // SUBSCRIBE sent (or being sent)
     backoff,     // failed: again at `due`, with the next sentinel
@@ -112,6 +155,7 @@ struct sentinel_watch {
     std::uint16_t sent = 0;     // bytes of the set-up sent
     std::uint16_t setup_size = 0;
     instant due;
+    host_lookup lookup;  // of the sentinel's host
     std::size_t rx_size = 0;
     char rx[2 * node_url_max_host + node_url_max_master_name + 64];
 };
@@ -133,8 +177,13 @@ struct connection {
     bool want_write = false;    // bytes wait for the socket to take them
     bool heard = false;         // this connection has received a byte
     std::uint8_t failures = 0;  // consecutive failed attempts, for the backoff
-    unsigned attempt = 0;       // which resolved address to try
-    timer_table<connection_timer, 3> timers;
+    unsigned attempt = 0;       // which address of the lookup to try
+    timer_table<connection_timer, 4> timers;
+    host_lookup lookup;  // of the host this attempt goes to
+    // The numeric address the socket reached (empty: a Unix socket), where
+    // the subscription goes too.
+    std::uint8_t connected_size = 0;
+    char connected_to[port::address_text_capacity];
     std::size_t rx_size = 0;
     std::size_t tx_size = 0;
     // Bytes still to throw away of a set-up INFO reply too long for rx.

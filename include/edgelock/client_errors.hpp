@@ -42,6 +42,7 @@ const char* describe(client_errc code) noexcept;
 enum class node_state : std::uint8_t {
     down,        // no connection; a new one is made on the next operation
     backoff,     // the last attempt failed; no new one before the backoff ends
+    resolving,   // the host name is being looked up
     connecting,  // TCP (or Unix socket) connect in progress
     handshake,   // AUTH / SELECT / HELLO / SETNAME / INFO / SCRIPT LOAD sent
     ready,
@@ -54,7 +55,9 @@ enum class node_error : std::uint8_t {
     none = 0,
     refused,           // connection refused (or the Unix socket does not exist)
     unreachable,       // no route to host
-    resolve_failed,    // the host name did not resolve
+    resolve_failed,    // the host name did not resolve (or no lookup could be started)
+    resolve_timeout,   // the host name did not resolve within connect_timeout (or an
+                       // earlier lookup of this connection's is still unanswered)
     connect_timeout,   // connect or set-up took longer than connect_timeout
     auth_failed,       // AUTH / HELLO AUTH refused (see message)
     select_failed,     // SELECT refused (see message)

@@ -32,6 +32,16 @@
 #define EDGELOCK_RESP_MAX_LINE (64UL * 1024UL)
 #endif
 
+// Host name lookups the POSIX port keeps at once (port.hpp: lookup_start),
+// abandoned ones still running included; each is about 400 bytes, and a
+// running one a helper thread with EDGELOCK_PORT_LOOKUP_STACK bytes of stack.
+#ifndef EDGELOCK_PORT_LOOKUPS
+#define EDGELOCK_PORT_LOOKUPS 64
+#endif
+#ifndef EDGELOCK_PORT_LOOKUP_STACK
+#define EDGELOCK_PORT_LOOKUP_STACK (256UL * 1024UL)
+#endif
+
 static_assert(EDGELOCK_RESP_MAX_DEPTH >= 1 && EDGELOCK_RESP_MAX_DEPTH <= 64,
               "EDGELOCK_RESP_MAX_DEPTH must be in [1, 64]");
 static_assert(EDGELOCK_RESP_MAX_ELEMENTS >= 1 && EDGELOCK_RESP_MAX_ELEMENTS <= 0x3fffffffUL,
@@ -40,3 +50,7 @@ static_assert(EDGELOCK_RESP_MAX_BULK >= 64 && EDGELOCK_RESP_MAX_BULK <= 0x7fffff
               "EDGELOCK_RESP_MAX_BULK must be in [64, 2^31)");
 static_assert(EDGELOCK_RESP_MAX_LINE >= 64 && EDGELOCK_RESP_MAX_LINE <= 0x7fffffffUL,
               "EDGELOCK_RESP_MAX_LINE must be in [64, 2^31)");
+static_assert(EDGELOCK_PORT_LOOKUPS >= 1 && EDGELOCK_PORT_LOOKUPS <= 4096,
+              "EDGELOCK_PORT_LOOKUPS must be in [1, 4096]");
+static_assert(EDGELOCK_PORT_LOOKUP_STACK >= 65536UL,
+              "EDGELOCK_PORT_LOOKUP_STACK must be at least 64 KiB");

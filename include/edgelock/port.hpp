@@ -6,12 +6,12 @@
 // (port/posix) on Linux and other POSIX systems, or your own on an RTOS, the
 // way lwIP links a sys_arch.
 //
-// Sockets are plain int handles (POSIX and lwIP alike). The calls do not wait
-// for the network: connect() starts a connection, send()/recv() move what they
-// can and say would_block otherwise, and wait() is the one place the driver
-// sleeps. The exception is name resolution: connect() to a host *name* asks
-// the system resolver, which blocks (for seconds when DNS is unreachable).
-// Give nodes numeric addresses where that matters.
+// Nothing here waits, but wait() itself: connect() starts a connection,
+// send()/recv() move what they can and say would_block otherwise, a host name
+// lookup is started and its result learned later (through wait(), like a
+// socket's readiness), and wait() is the one place the driver sleeps. A loop
+// built on these calls is never held up by the network, the name server
+// included, longer than the deadline it gives wait().
 #pragma once
 
 #include <cstddef>
@@ -47,9 +47,9 @@ enum class net_status : std::uint8_t {
     unreachable,     // connect: no route, network down, address unusable
     timed_out,       // connect: the port's own timeout fired
     reset,           // send/recv: the connection was reset or broke (EPIPE)
-    no_address,      // connect: the host has no (further) address
-    resolve_failed,  // connect: name resolution failed (temporary or permanent)
-    bad_argument,    // host or path too long, empty, or otherwise unusable
+    no_address,      // lookup: the name has no address a stream socket can use
+    resolve_failed,  // lookup: name resolution failed (temporary or permanent)
+    bad_argument,    // host or path too long, empty, not numeric (connect), ...
     error,           // anything else; `code` has the platform's error number
 };
 
@@ -61,22 +61,22 @@ struct net_result {
     int code = 0;          // the platform's error number, 0 when none
 };
 
-// Where a node listens: a TCP host (name or numeric IPv4/IPv6, no brackets)
-// and port, or a Unix domain socket path (when `unix_path` is not empty).
+// Where a node listens: a TCP host and port, or a Unix domain socket path
+// (when `unix_path` is not empty). connect() takes numeric hosts only (IPv4,
+// IPv6, a scoped IPv6 such as fe80::1%eth0; no brackets); a name is looked up
+// first (lookup_start() below).
 struct endpoint {
     str_view host;
     std::uint16_t port = 0;
     str_view unix_path;
 };
 
-// Starts a non-blocking connection to the attempt-th address of the endpoint
-// (0 first; a host name may resolve to several, IPv6 and IPv4). Numeric
-// addresses never touch the resolver; a name is resolved here, on every call,
-// so a gateway whose DNS changes follows it on reconnect. On ok and in_progress
-// `fd` holds the new socket, which the caller owns. no_address: no address left
-// to try. The socket is set up for a request/reply protocol: TCP_NODELAY,
-// keepalive, close-on-exec, and never a SIGPIPE.
-net_result connect(const endpoint& where, unsigned attempt, int& fd) noexcept;
+// Starts a non-blocking connection to the endpoint. On ok and in_progress
+// `fd` holds the new socket, which the caller owns. A host that is not a
+// numeric address is a bad_argument: connect() never asks the resolver. The
+// socket is set up for a request/reply protocol: TCP_NODELAY, keepalive,
+// close-on-exec, and never a SIGPIPE.
+net_result connect(const endpoint& where, int& fd) noexcept;
 
 // After an in_progress connect() reported writable: ok, or why it failed;
 // in_progress again when it is in fact still connecting (keep waiting).
@@ -87,6 +87,66 @@ net_result send(int fd, const void* data, std::size_t size) noexcept;
 net_result recv(int fd, void* buf, std::size_t capacity) noexcept;
 
 void close(int fd) noexcept;
+
+// --- host name lookup ------------------------------------------------------------
+//
+// A lookup never blocks its caller: lookup_start() begins it and returns at
+// once; the lookup's fd becomes readable once it is done (wait() on it with
+// want_read, or register it in your own loop); lookup_result() then says how
+// it went, and lookup_address() gives the addresses one by one, in the order
+// to try them, as numeric text for connect(). A numeric host is done at once,
+// without the resolver and without an fd. Resolve on every connect: a
+// managed Redis moves its primary by changing its name's address.
+//
+// Lookups are few, and each takes one of the port's slots from lookup_start()
+// until it is released (the POSIX port has EDGELOCK_PORT_LOOKUPS, config.hpp).
+// A lookup released before it is
+// done is abandoned: its result is thrown away when it comes, and its slot is
+// taken until then. A caller that must bound what a name server that never
+// answers can cost (the driver does) keeps its lookup instead, and at its next
+// attempt waits for that one again (lookup_is_for()) rather than starting
+// another: one slot per connection, however long the name server hangs.
+//
+// The POSIX port runs each lookup on a helper thread of its own, around
+// getaddrinfo(), so /etc/hosts, nsswitch, gai.conf's address order and
+// AI_ADDRCONFIG apply as for any program on the machine; the fd is a pipe the
+// thread writes a byte to. An MCU port maps this to lwIP's
+// dns_gethostbyname(): ERR_OK fills the result at once (a cached or numeric
+// name), ERR_INPROGRESS leaves the lookup running until lwIP's callback stores
+// the address and marks it done, and the lookup's fd is one the port's own
+// wait() reports readable then (a loopback socket the callback sends a byte
+// to, say); an abandoned lookup's callback only frees its slot.
+
+// The addresses one lookup keeps, in order; further ones are not tried.
+constexpr std::size_t lookup_max_addresses = 8;
+// The longest numeric address text, NUL included (a scoped IPv6 address:
+// 45 characters, '%' and an interface name of up to 15).
+constexpr std::size_t address_text_capacity = 64;
+
+// Starts looking `host` up. ok: done already (a numeric host); in_progress:
+// wait for lookup_fd(). Either way `id` holds the lookup, which the caller
+// releases. bad_argument: empty, longer than a DNS name, a NUL inside. error:
+// no free slot, or the port could not start the lookup (`code` says why).
+net_result lookup_start(str_view host, int& id) noexcept;
+
+// Readable once the lookup is done; -1 for one done at once.
+int lookup_fd(int id) noexcept;
+
+// in_progress while the lookup runs; once done, ok (`size` addresses, at
+// least one), no_address, or resolve_failed (`code`: the resolver's own,
+// EAI_* for getaddrinfo()).
+net_result lookup_result(int id) noexcept;
+
+// Whether the lookup is of `host`.
+bool lookup_is_for(int id, str_view host) noexcept;
+
+// The index-th address of a lookup that ended ok, as NUL-terminated numeric
+// text in `buf` ("10.0.0.5", "fe80::1%eth0"); its length, or 0 when there is
+// no such address or it does not fit (address_text_capacity always does).
+std::size_t lookup_address(int id, unsigned index, char* buf, std::size_t capacity) noexcept;
+
+// Ends the caller's use of the lookup, done or not (see above). -1: nothing.
+void lookup_release(int id) noexcept;
 
 // Readiness, for wait().
 enum : std::uint8_t {
@@ -100,6 +160,10 @@ struct wait_entry {
     std::uint8_t want = 0;
     std::uint8_t ready = 0;  // set by wait()
 };
+
+// The most entries one wait() takes (more: -1). A client<N, M> needs at most
+// its fd_capacity(), 137 for the largest one; the rest is the caller's own.
+constexpr std::size_t wait_capacity = 160;
 
 // Sleeps until one of the entries is ready or `deadline` passes, whichever is
 // first (instant::never(): no deadline). Returns the number of ready entries,

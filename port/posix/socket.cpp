@@ -1,8 +1,9 @@
 // POSIX port: non-blocking stream sockets (TCP and Unix domain) and poll().
 //
-// Nothing here allocates except getaddrinfo() itself, which is only called for
-// host names (and scoped IPv6 literals); plain numeric addresses are parsed
-// with inet_pton() so a gateway configured with IPs never touches the resolver.
+// connect() takes numeric addresses only (names go through lookup.cpp first).
+// They are parsed with inet_pton(); getaddrinfo(AI_NUMERICHOST), which never
+// asks the network, reads the forms it does not take (a scoped IPv6 address,
+// "127.1") and is the one call here that allocates.
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,18 +22,11 @@
 #include <cstring>
 
 #include "edgelock/port.hpp"
+#include "posix_internal.hpp"
 
 namespace edgelock {
 namespace port {
 namespace {
-
-// The longest DNS name (RFC 1035, without the trailing dot). Numeric
-// addresses, even scoped IPv6 ones, are shorter.
-constexpr std::size_t max_host_size = 253;
-
-// wait() keeps its pollfd array on the stack; 64 entries are 512 bytes, far
-// more than a client with one socket per Redis node needs.
-constexpr std::size_t max_wait_entries = 64;
 
 // The longest single poll() of wait(): see there.
 constexpr std::uint64_t max_poll_ms = 1000;
@@ -55,13 +49,6 @@ union socket_address {
     sockaddr_un un;
     sockaddr_storage storage;
 };
-
-net_result make_result(net_status status, int code = 0) noexcept {
-    net_result r;
-    r.status = status;
-    r.code = code;
-    return r;
-}
 
 // How connect() and a pending connection's SO_ERROR read.
 net_status connect_status(int err) noexcept {
@@ -196,11 +183,7 @@ net_result start_connect(const socket_address& addr, socklen_t size, bool tcp, i
     return make_result(status, err);
 }
 
-bool contains_nul(str_view s) noexcept {
-    return s.size != 0 && std::memchr(s.data, '\0', s.size) != nullptr;
-}
-
-net_result connect_unix(str_view path, unsigned attempt, int& fd) noexcept {
+net_result connect_unix(str_view path, int& fd) noexcept {
     socket_address addr;
     std::memset(&addr, 0, sizeof addr);
     // The path must leave room for its terminator: not every system accepts
@@ -209,70 +192,36 @@ net_result connect_unix(str_view path, unsigned attempt, int& fd) noexcept {
     if (path.size >= sizeof addr.un.sun_path || contains_nul(path)) {
         return make_result(net_status::bad_argument);
     }
-    if (attempt > 0) {
-        return make_result(net_status::no_address);
-    }
     addr.un.sun_family = AF_UNIX;
     std::memcpy(addr.un.sun_path, path.data, path.size);
     const auto size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size + 1);
     return start_connect(addr, size, false, fd);
 }
 
-// Resolves a host name (or a numeric form inet_pton() does not take, such as
-// a scoped IPv6 address) and copies out the attempt-th address. Returns ok,
-// no_address or resolve_failed (code: the EAI_* value, for gai_strerror()).
-net_result resolve(const char* host, unsigned attempt, socket_address& out,
-                   socklen_t& out_size) noexcept {
+// A numeric form inet_pton() does not take (a scoped IPv6 address, "127.1"),
+// read without the network; false when the host is not numeric.
+bool numeric_address(const char* host, socket_address& out, socklen_t& out_size) noexcept {
     addrinfo hints;
     std::memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICHOST;
     addrinfo* list = nullptr;
-    int rc = ::getaddrinfo(host, nullptr, &hints, &list);
-    if (rc == EAI_NONAME) {
-        // A name, then. AI_ADDRCONFIG skips address families this host has no
-        // address in, so a v4-only gateway does not try AAAA records first.
-        hints.ai_flags = AI_ADDRCONFIG;
-        list = nullptr;
-        rc = ::getaddrinfo(host, nullptr, &hints, &list);
-        // But glibc does not count loopback addresses: on a gateway whose only
-        // uplink is IPv6, "localhost" listed as 127.0.0.1 alone would vanish.
-        // A second query without the filter costs only on this failure path.
-        bool retry = rc == EAI_NONAME;
-#ifdef EAI_NODATA
-        retry = retry || rc == EAI_NODATA;
-#endif
-#ifdef EAI_ADDRFAMILY
-        retry = retry || rc == EAI_ADDRFAMILY;
-#endif
-        if (retry) {
-            hints.ai_flags = 0;
-            list = nullptr;
-            rc = ::getaddrinfo(host, nullptr, &hints, &list);
-        }
+    if (::getaddrinfo(host, nullptr, &hints, &list) != 0) {
+        return false;
     }
-    if (rc != 0) {
-        return make_result(net_status::resolve_failed, rc);
-    }
-    const addrinfo* entry = list;
-    for (unsigned i = 0; entry != nullptr && i < attempt; ++i) {
-        entry = entry->ai_next;
-    }
-    net_result result = make_result(net_status::no_address);
-    if (entry != nullptr && entry->ai_addr != nullptr &&
-        (entry->ai_family == AF_INET || entry->ai_family == AF_INET6) &&
-        entry->ai_addrlen <= sizeof out.storage) {
-        std::memcpy(&out.storage, entry->ai_addr, entry->ai_addrlen);
-        out_size = entry->ai_addrlen;
-        result = make_result(net_status::ok);
+    const bool usable = list != nullptr && list->ai_addr != nullptr &&
+                        (list->ai_family == AF_INET || list->ai_family == AF_INET6) &&
+                        list->ai_addrlen <= sizeof out.storage;
+    if (usable) {
+        std::memcpy(&out.storage, list->ai_addr, list->ai_addrlen);
+        out_size = list->ai_addrlen;
     }
     ::freeaddrinfo(list);
-    return result;
+    return usable;
 }
 
-net_result connect_tcp(str_view host, std::uint16_t port_number, unsigned attempt,
-                       int& fd) noexcept {
+net_result connect_tcp(str_view host, std::uint16_t port_number, int& fd) noexcept {
     if (host.empty() || host.size > max_host_size || contains_nul(host) || port_number == 0) {
         return make_result(net_status::bad_argument);
     }
@@ -290,19 +239,11 @@ net_result connect_tcp(str_view host, std::uint16_t port_number, unsigned attemp
         addr.in6.sin6_family = AF_INET6;
         size = static_cast<socklen_t>(sizeof addr.in6);
     }
-    if (size != 0) {
-        // A literal is exactly one address.
-        if (attempt > 0) {
-            return make_result(net_status::no_address);
-        }
-    } else {
-        const net_result r = resolve(name, attempt, addr, size);
-        if (r.status != net_status::ok) {
-            return r;
-        }
+    if (size == 0 && !numeric_address(name, addr, size)) {
+        return make_result(net_status::bad_argument);  // a name: look it up first
     }
-    // The port goes in here rather than as getaddrinfo()'s service: a numeric
-    // service needs no lookup, and the literal path has no getaddrinfo() at all.
+    // The port goes in here rather than as getaddrinfo()'s service: the
+    // literal path has no getaddrinfo() at all.
     if (addr.sa.sa_family == AF_INET) {
         addr.in4.sin_port = htons(port_number);
     } else {
@@ -344,12 +285,12 @@ const char* describe(net_status status) noexcept {
     return "unknown network status";
 }
 
-net_result connect(const endpoint& where, unsigned attempt, int& fd) noexcept {
+net_result connect(const endpoint& where, int& fd) noexcept {
     fd = -1;
     if (!where.unix_path.empty()) {
-        return connect_unix(where.unix_path, attempt, fd);
+        return connect_unix(where.unix_path, fd);
     }
-    return connect_tcp(where.host, where.port, attempt, fd);
+    return connect_tcp(where.host, where.port, fd);
 }
 
 net_result connect_finish(int fd) noexcept {
@@ -439,11 +380,11 @@ void close(int fd) noexcept {
 }
 
 int wait(wait_entry* entries, std::size_t count, instant deadline) noexcept {
-    if (count > max_wait_entries || (entries == nullptr && count > 0)) {
+    if (count > wait_capacity || (entries == nullptr && count > 0)) {
         errno = EINVAL;
         return -1;
     }
-    pollfd fds[max_wait_entries];
+    pollfd fds[wait_capacity];
     for (std::size_t i = 0; i < count; ++i) {
         wait_entry& e = entries[i];
         e.ready = 0;

@@ -13,7 +13,9 @@ using namespace detail;
 // One wait for I/O, at most until `until`, then service. The clock is read
 // after the wait (and after each ready fd: see on_ready); `now` is the last.
 client_errc client_base::wait_once(instant until, instant& now) noexcept {
-    port::wait_entry entries[2 * max_connections + lock_max_nodes];  // fd_capacity() at most
+    port::wait_entry entries[fd_capacity_for(lock_max_nodes, max_connections)];
+    static_assert(sizeof entries / sizeof entries[0] <= port::wait_capacity,
+                  "one wait() takes every fd of the largest client");
     const std::size_t count = wanted(entries, sizeof entries / sizeof entries[0]);
     const instant deadline = earliest(next_deadline(), until);
     const int ready = port::wait(entries, count, deadline);

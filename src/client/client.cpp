@@ -104,6 +104,9 @@ client_errc client_base::configure(const str_view* urls, std::size_t count,
         c.node = i < count ? i : no_connection;
         c.state = node_state::down;
         c.failures = 0;
+        // Lookups of the old hosts are not waited for again.
+        c.lookup.abandon();
+        c.watch.lookup.abandon();
         c.report = detail::node_report{};
         c.cluster = detail::cluster_state{};
         c.target = detail::peer{};

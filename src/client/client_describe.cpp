@@ -53,6 +53,8 @@ const char* describe(node_state state) noexcept {
         return "down";
     case node_state::backoff:
         return "waiting to reconnect";
+    case node_state::resolving:
+        return "looking up the host name";
     case node_state::connecting:
         return "connecting";
     case node_state::handshake:
@@ -73,6 +75,8 @@ const char* describe(node_error error) noexcept {
         return "host unreachable";
     case node_error::resolve_failed:
         return "host name did not resolve";
+    case node_error::resolve_timeout:
+        return "host name did not resolve in time";
     case node_error::connect_timeout:
         return "connect timed out";
     case node_error::auth_failed:

@@ -18,11 +18,11 @@ inline node_error from_net(port::net_status s) {
     case port::net_status::refused:
         return node_error::refused;
     case port::net_status::unreachable:
-    case port::net_status::no_address:
         return node_error::unreachable;
     case port::net_status::timed_out:
         return node_error::connect_timeout;
     case port::net_status::resolve_failed:
+    case port::net_status::no_address:
     case port::net_status::bad_argument:
         return node_error::resolve_failed;
     case port::net_status::closed:

@@ -1,5 +1,6 @@
-// A node's connection: connecting (each resolved address in turn, within
-// connect_timeout), opening its transport, failing with a reason and a
+// A node's connection: looking its host up (without blocking: the port's
+// lookup, learned through the wait), connecting to each address in turn, all
+// within connect_timeout, opening its transport, failing with a reason and a
 // backoff, and dropping, which every lock on the client hears of.
 #include "edgelock/client.hpp"
 
@@ -26,6 +27,7 @@ void client_base::disconnect() noexcept {
         if (conns_[n].fd >= 0) {
             drop(n, now);
         }
+        conns_[n].lookup.end();
         conns_[n].state = node_state::down;
         conns_[n].failures = 0;
         conns_[n].timers.stop_all();
@@ -43,6 +45,8 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
         port::close(c.fd);
         c.fd = -1;
     }
+    c.lookup.end();  // kept while it runs: the next attempt waits for it
+    c.connected_size = 0;
     c.opening = false;
     c.rx_size = 0;
     c.tx_size = 0;
@@ -50,6 +54,7 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
     c.want_write = false;
     c.decoder.reset();
     c.timers.stop(connection_timer::connect);
+    c.timers.stop(connection_timer::sentinel);
     c.timers.stop(connection_timer::stall);
     // The subscription serves this connection's tracking, which ends here.
     sub_shut(n);
@@ -147,7 +152,47 @@ void client_base::start_connect(std::uint8_t n, instant now) noexcept {
         sentinel_begin(n, now);  // where the master is first
         return;
     }
+    resolve(n, now);
+}
+
+// Looks the host up (a Unix socket needs nothing), then connects. A lookup
+// that is not done at once leaves the node resolving: wanted() gives its fd.
+void client_base::resolve(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    const port::endpoint where = endpoint_of(n);
     c.attempt = 0;
+    if (!where.unix_path.empty()) {
+        try_addresses(n, now);
+        return;
+    }
+    const port::net_result r = c.lookup.begin(where.host);
+    if (r.status == port::net_status::ok) {
+        try_addresses(n, now);
+    } else if (r.status == port::net_status::in_progress) {
+        c.state = node_state::resolving;
+    } else if (r.status == port::net_status::would_block) {
+        fail(n, node_error::resolve_timeout, 0, now,
+             "an earlier lookup of another host name is still unanswered");
+    } else {
+        fail(n, node_error::resolve_failed, r.code, now,
+             r.status == port::net_status::error ? str_view("no lookup could be started")
+                                                 : str_view());
+    }
+}
+
+// The lookup's fd was readable (or a pass looks): connect once it is done.
+void client_base::resolved(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    const port::net_result r = c.lookup.result();
+    if (r.status == port::net_status::in_progress) {
+        return;  // a stale readiness report
+    }
+    if (r.status != port::net_status::ok) {
+        c.lookup.end();
+        fail(n, from_net(r.status), r.code, now);
+        return;
+    }
+    c.state = node_state::connecting;
     try_addresses(n, now);
 }
 
@@ -159,6 +204,7 @@ void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
     }
     const port::net_result r = port::connect_finish(c.fd);
     if (r.status == port::net_status::ok) {
+        c.lookup.end();  // no other address is needed now
         open_session(n, transport_->open(n, c.fd, c.address), now);
         return;
     }
@@ -167,23 +213,40 @@ void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
     }
     port::close(c.fd);
     c.fd = -1;
+    c.connected_size = 0;
     c.report.error = from_net(r.status);
     c.report.code = r.code;
     ++c.attempt;  // the next address, within the same deadline
     try_addresses(n, now);
 }
 
-// Starts connecting to the node's addresses from c.attempt on, keeping the
-// first that connects or is in progress (a name may resolve to IPv6 and
-// IPv4). When none is left the node fails with the last address's reason.
+// Starts connecting to the lookup's addresses from c.attempt on (a Unix
+// socket has one), keeping the first that connects or is in progress (a name
+// may resolve to IPv6 and IPv4). When none is left the node fails with the
+// last address's reason.
 void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    const port::endpoint where = endpoint_of(n);
-    for (; c.attempt < max_addresses; ++c.attempt) {
+    port::endpoint where = endpoint_of(n);
+    const bool unix_socket = !where.unix_path.empty();
+    // The last address's reason (connect_ready() leaves the previous one's).
+    node_error why = c.attempt > 0 ? c.report.error : node_error::unreachable;
+    int code = c.attempt > 0 ? c.report.code : 0;
+    for (; c.attempt < max_addresses && (!unix_socket || c.attempt == 0); ++c.attempt) {
+        c.connected_size = 0;
+        if (!unix_socket) {
+            const std::size_t size =
+                c.lookup.address(c.attempt, c.connected_to, sizeof c.connected_to);
+            if (size == 0) {
+                break;
+            }
+            c.connected_size = static_cast<std::uint8_t>(size);
+            where.host = str_view(c.connected_to, size);
+        }
         int fd = -1;
-        const port::net_result r = port::connect(where, c.attempt, fd);
+        const port::net_result r = port::connect(where, fd);
         if (r.status == port::net_status::ok) {
             c.fd = fd;
+            c.lookup.end();
             open_session(n, transport_->open(n, fd, c.address), now);
             return;
         }
@@ -193,19 +256,12 @@ void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
             c.want_write = true;
             return;
         }
-        if (r.status == port::net_status::no_address && c.attempt > 0) {
-            break;
-        }
-        c.report.error = from_net(r.status);
-        c.report.code = r.code;
-        // Only another address of the same name can do better.
-        if (!c.address.unix_path.empty() || r.status == port::net_status::resolve_failed ||
-            r.status == port::net_status::bad_argument ||
-            r.status == port::net_status::no_address) {
-            break;
-        }
+        why = from_net(r.status);
+        code = r.code;
     }
-    fail(n, c.report.error, c.report.code, now);
+    c.connected_size = 0;
+    c.lookup.end();
+    fail(n, why, code, now);
 }
 
 // The socket is up; the transport's open() (or proceed()) said `r`.

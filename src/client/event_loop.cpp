@@ -8,63 +8,60 @@ namespace edgelock {
 
 using namespace detail;
 
+namespace {
+
+// Appends one entry when there is room; the count says how many were written.
+void add_entry(port::wait_entry* out, std::size_t capacity, std::size_t& count, int fd,
+               std::uint8_t want) {
+    if (fd < 0 || count >= capacity) {
+        return;
+    }
+    out[count].fd = fd;
+    out[count].want = want;
+    out[count].ready = 0;
+    ++count;
+}
+
+}  // namespace
+
 std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) const noexcept {
     std::size_t count = 0;
     for (std::uint8_t n = 0; n < conn_count_; ++n) {
         const detail::connection& c = conns_[n];
-        if (c.fd < 0) {
-            continue;
+        if (c.state == node_state::resolving) {
+            add_entry(out, capacity, count, c.lookup.fd(), port::want_read);
+        } else if (c.state == node_state::connecting) {
+            add_entry(
+                out, capacity, count, c.fd,
+                c.opening ? transport_->wants(n) : static_cast<std::uint8_t>(port::want_write));
+        } else {
+            add_entry(
+                out, capacity, count, c.fd,
+                static_cast<std::uint8_t>(port::want_read | (c.want_write ? port::want_write : 0)));
         }
-        if (count < capacity) {
-            port::wait_entry& e = out[count];
-            e.fd = c.fd;
-            e.ready = 0;
-            if (c.state == node_state::connecting) {
-                e.want =
-                    c.opening ? transport_->wants(n) : static_cast<std::uint8_t>(port::want_write);
-            } else {
-                e.want = static_cast<std::uint8_t>(port::want_read |
-                                                   (c.want_write ? port::want_write : 0));
-            }
+        const detail::subscription& s = c.sub;
+        if (s.phase == sub_phase::connecting) {
+            add_entry(out, capacity, count, s.fd,
+                      s.opening ? transport_->wants(sub_index(n))
+                                : static_cast<std::uint8_t>(port::want_write));
+        } else {
+            const bool unsent = s.phase == sub_phase::setup && s.sent < s.setup_size;
+            add_entry(out, capacity, count, s.fd,
+                      static_cast<std::uint8_t>(port::want_read | (unsent ? port::want_write : 0)));
         }
-        ++count;
-    }
-    for (std::uint8_t n = 0; n < conn_count_; ++n) {
-        const detail::subscription& s = conns_[n].sub;
-        if (s.fd < 0) {
-            continue;
-        }
-        if (count < capacity) {
-            port::wait_entry& e = out[count];
-            e.fd = s.fd;
-            e.ready = 0;
-            if (s.phase == sub_phase::connecting) {
-                e.want = s.opening ? transport_->wants(sub_index(n))
-                                   : static_cast<std::uint8_t>(port::want_write);
-            } else {
-                const bool unsent = s.phase == sub_phase::setup && s.sent < s.setup_size;
-                e.want =
-                    static_cast<std::uint8_t>(port::want_read | (unsent ? port::want_write : 0));
-            }
-        }
-        ++count;
     }
     for (std::uint8_t n = 0; n < node_count_; ++n) {
         const detail::sentinel_watch& w = conns_[n].watch;
-        if (w.fd < 0) {
+        if (w.phase == watch_phase::resolving) {
+            add_entry(out, capacity, count, w.lookup.fd(), port::want_read);
             continue;
         }
-        if (count < capacity) {
-            port::wait_entry& e = out[count];
-            e.fd = w.fd;
-            e.ready = 0;
-            const bool unsent =
-                w.phase == watch_phase::connecting || w.sent < w.setup_size || w.setup_size == 0;
-            e.want = static_cast<std::uint8_t>(
-                (w.phase == watch_phase::connecting ? 0 : port::want_read) |
-                (unsent ? port::want_write : 0));
-        }
-        ++count;
+        const bool unsent =
+            w.phase == watch_phase::connecting || w.sent < w.setup_size || w.setup_size == 0;
+        add_entry(
+            out, capacity, count, w.fd,
+            static_cast<std::uint8_t>((w.phase == watch_phase::connecting ? 0 : port::want_read) |
+                                      (unsent ? port::want_write : 0)));
     }
     return count;
 }
@@ -83,8 +80,11 @@ instant client_base::next_deadline() const noexcept {
     }
     for (std::uint8_t n = 0; n < conn_count_; ++n) {
         const detail::connection& c = conns_[n];
-        if (c.state == node_state::connecting || c.state == node_state::handshake) {
+        if (!node_settled(n)) {
             next = earliest(next, c.timers.get(connection_timer::connect));
+            if (c.sentinel.asking) {
+                next = earliest(next, c.timers.get(connection_timer::sentinel));
+            }
         } else if (c.state == node_state::down && node_wanted(n)) {
             next = instant{0};
         } else if (c.state == node_state::backoff && node_wanted(n)) {
@@ -99,7 +99,7 @@ instant client_base::next_deadline() const noexcept {
         }
         const watch_phase w = c.watch.phase;
         if (n < node_count_ &&
-            (w == watch_phase::connecting ||
+            (w == watch_phase::resolving || w == watch_phase::connecting ||
              ((w == watch_phase::off || w == watch_phase::backoff) && watch_wanted(n)))) {
             next = earliest(next, w == watch_phase::off ? instant{0} : c.watch.due);
         }
@@ -108,9 +108,16 @@ instant client_base::next_deadline() const noexcept {
 }
 
 void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcept {
+    if (fd < 0) {
+        return;
+    }
     for (std::uint8_t n = 0; n < conn_count_; ++n) {
         detail::connection& c = conns_[n];
-        if (c.fd != fd || fd < 0) {
+        if (c.state == node_state::resolving && c.lookup.fd() == fd) {
+            resolved(n, now);
+            return;
+        }
+        if (c.fd != fd) {
             continue;
         }
         if (c.state == node_state::connecting) {
@@ -132,13 +139,13 @@ void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcep
         return;
     }
     for (std::uint8_t n = 0; n < conn_count_; ++n) {
-        if (conns_[n].sub.fd == fd && fd >= 0) {
+        if (conns_[n].sub.fd == fd) {
             sub_ready(n, events, now);
             return;
         }
     }
     for (std::uint8_t n = 0; n < node_count_; ++n) {
-        if (conns_[n].watch.fd == fd && fd >= 0) {
+        if (watch_fd(n) == fd) {
             watch_ready(n, events, now);
             return;
         }

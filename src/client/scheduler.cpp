@@ -140,6 +140,35 @@ std::uint8_t client_base::ready_count() const noexcept {
     return ready;
 }
 
+// A connection whose lookup, connect or set-up (or the sentinel it asks) ran
+// out of time fails; so does one whose oldest request waited stall_timeout.
+void client_base::connection_deadlines(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.lookup.tidy();  // a lookup kept from an earlier attempt, done since
+    const bool unsettled = !node_settled(n);
+    const bool sentinel_due =
+        c.sentinel.asking && c.timers.expired(connection_timer::sentinel, now);
+    if (unsettled && (c.timers.expired(connection_timer::connect, now) || sentinel_due)) {
+        if (c.state == node_state::resolving) {
+            fail(n, node_error::resolve_timeout, 0, now);
+            return;
+        }
+        // Say which part ran out of time when it was the transport's own
+        // handshake: a TLS server that never finishes it.
+        str_view during;
+        if (c.opening) {
+            during = transport_->failure_text(n);
+            if (during.empty()) {
+                during = transport_->secure() ? "TLS handshake" : "transport handshake";
+            }
+        }
+        fail(n, node_error::connect_timeout, 0, now, during);
+    } else if (c.state == node_state::ready && !c.fifo.empty() &&
+               c.timers.expired(connection_timer::stall, now)) {
+        fail(n, node_error::stalled, 0, now);
+    }
+}
+
 bool client_base::node_settled(std::uint8_t n) const noexcept {
     const node_state s = conns_[n].state;
     return s == node_state::ready || s == node_state::backoff || s == node_state::down;
@@ -222,23 +251,7 @@ void client_base::service(instant now) noexcept {
         }
         // Connection deadlines.
         for (std::uint8_t n = 0; n < conn_count_; ++n) {
-            detail::connection& c = conns_[n];
-            if ((c.state == node_state::connecting || c.state == node_state::handshake) &&
-                c.timers.expired(connection_timer::connect, now)) {
-                // Say which part ran out of time when it was the transport's
-                // own handshake: a TLS server that never finishes it.
-                str_view during;
-                if (c.opening) {
-                    during = transport_->failure_text(n);
-                    if (during.empty()) {
-                        during = transport_->secure() ? "TLS handshake" : "transport handshake";
-                    }
-                }
-                fail(n, node_error::connect_timeout, 0, now, during);
-            } else if (c.state == node_state::ready && !c.fifo.empty() &&
-                       c.timers.expired(connection_timer::stall, now)) {
-                fail(n, node_error::stalled, 0, now);
-            }
+            connection_deadlines(n, now);
         }
         // The subscriptions of RESP2 nodes: made, timed out, made again.
         for (std::uint8_t n = 0; n < conn_count_; ++n) {

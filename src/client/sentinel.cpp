@@ -8,9 +8,11 @@
 //
 // The sentinels are asked in turn, each within sentinel_timeout, starting
 // with the one that answered last; the asking uses the node's own connection
-// (fd, buffers, pipeline), so it costs no memory and no fd of its own. When
-// none answers with an address the node fails with sentinel_failed and the
-// last one's reason, and backs off like any node.
+// (fd, buffers, pipeline), so it costs no memory and no fd of its own. The
+// asking and the master's connect and set-up share one connect_timeout, as
+// any node's connect does. When none answers with an address in time the node
+// fails with sentinel_failed and the last one's reason, and backs off like
+// any node.
 #include "client_internal.hpp"
 #include "edgelock/client.hpp"
 #include "edgelock/resp_encoder.hpp"
@@ -68,33 +70,38 @@ void client_base::sentinel_begin(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     c.sentinel.asking = true;
     c.sentinel.tried = 0;
-    c.timers.set(connection_timer::connect, now + options_.sentinel_timeout);
-    c.attempt = 0;
-    try_addresses(n, now);
+    c.timers.set(connection_timer::sentinel, earliest(now + options_.sentinel_timeout,
+                                                      c.timers.get(connection_timer::connect)));
+    resolve(n, now);
 }
 
-// The sentinel being asked failed us: the next one, within its own time.
-// False when every sentinel has been asked: the node fails.
+// The sentinel being asked failed us: the next one, within its own time and
+// what is left of the connect's. False when every sentinel has been asked, or
+// no time is left: the node fails.
 bool client_base::sentinel_next(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    if (c.sentinel.tried + 1 >= c.address.sentinel_count) {
+    const instant deadline = c.timers.get(connection_timer::connect);
+    if (c.sentinel.tried + 1 >= c.address.sentinel_count || deadline <= now) {
         c.sentinel.asking = false;
         return false;
     }
     ++c.sentinel.tried;
-    sentinel_reconnect(n, now, options_.sentinel_timeout);
+    sentinel_reconnect(n, now, deadline);
     return true;
 }
 
 // Ends this connection and makes the next one (to a sentinel, or to the
-// master one named), within `allowance`.
-void client_base::sentinel_reconnect(std::uint8_t n, instant now, duration allowance) noexcept {
+// master one named), to be set up by `deadline`.
+void client_base::sentinel_reconnect(std::uint8_t n, instant now, instant deadline) noexcept {
     detail::connection& c = conns_[n];
     drop(n, now);
     c.state = node_state::connecting;
-    c.timers.set(connection_timer::connect, now + allowance);
-    c.attempt = 0;
-    try_addresses(n, now);
+    c.timers.set(connection_timer::connect, deadline);
+    if (c.sentinel.asking) {
+        c.timers.set(connection_timer::sentinel,
+                     earliest(now + options_.sentinel_timeout, deadline));
+    }
+    resolve(n, now);
 }
 
 // Connected to a sentinel: [AUTH], then where the master is.
@@ -158,7 +165,8 @@ void client_base::sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_n
         static_cast<std::uint8_t>((c.sentinel.front + c.sentinel.tried) % c.address.sentinel_count);
     c.sentinel.asking = false;
     c.report.message_size = 0;
-    sentinel_reconnect(n, now, options_.connect_timeout);  // now to the master
+    // Now to the master, in what is left of the connect's time.
+    sentinel_reconnect(n, now, c.timers.get(connection_timer::connect));
 }
 
 }  // namespace edgelock

@@ -11,8 +11,10 @@
 // The watch is made while the node is wanted, to the sentinel that answered
 // last, the next one after each failure (with the node's backoff), over the
 // socket itself (no transport: sentinels are spoken to in plain TCP), with
-// the sentinel's own password when client_options has one. Its buffer holds
-// one message at a time; anything else that comes is read and ignored.
+// the sentinel's own password when client_options has one. A sentinel given
+// by name is looked up as the lock connection's hosts are (host_lookup),
+// within the same sentinel_timeout as the connect. Its buffer holds one
+// message at a time; anything else that comes is read and ignored.
 #include <string.h>
 
 #include "client_internal.hpp"
@@ -53,9 +55,15 @@ bool client_base::watch_wanted(std::uint8_t n) const noexcept {
     return n < node_count_ && conns_[n].address.sentinel_count > 0 && node_wanted(n);
 }
 
+int client_base::watch_fd(std::uint8_t n) const noexcept {
+    const sentinel_watch& w = conns_[n].watch;
+    return w.phase == watch_phase::resolving ? w.lookup.fd() : w.fd;
+}
+
 void client_base::watch_service(std::uint8_t n, instant now) noexcept {
     sentinel_watch& w = conns_[n].watch;
-    if (w.phase == watch_phase::connecting && w.due <= now) {
+    w.lookup.tidy();
+    if ((w.phase == watch_phase::resolving || w.phase == watch_phase::connecting) && w.due <= now) {
         watch_close(n, now);  // the sentinel did not take the connection in time
     }
     if ((w.phase == watch_phase::off || (w.phase == watch_phase::backoff && w.due <= now)) &&
@@ -64,21 +72,48 @@ void client_base::watch_service(std::uint8_t n, instant now) noexcept {
     }
 }
 
-void client_base::watch_connect(std::uint8_t n, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    sentinel_watch& w = c.watch;
-    port::endpoint where;
+// The sentinel the watch goes to now.
+bool client_base::watch_sentinel(std::uint8_t n, port::endpoint& where) const noexcept {
+    const detail::connection& c = conns_[n];
     const std::uint8_t i =
-        static_cast<std::uint8_t>((c.sentinel.front + w.tried) % c.address.sentinel_count);
-    if (!node_url_sentinel(c.address, i, where.host, where.port)) {
+        static_cast<std::uint8_t>((c.sentinel.front + c.watch.tried) % c.address.sentinel_count);
+    return node_url_sentinel(c.address, i, where.host, where.port);
+}
+
+void client_base::watch_connect(std::uint8_t n, instant now) noexcept {
+    sentinel_watch& w = conns_[n].watch;
+    port::endpoint where;
+    if (!watch_sentinel(n, where)) {
         watch_close(n, now);
         return;
     }
     w.rx_size = 0;
     w.sent = 0;
     w.due = now + options_.sentinel_timeout;
+    const port::net_result r = w.lookup.begin(where.host);
+    if (r.status == port::net_status::ok) {
+        watch_dial(n, now);
+    } else if (r.status == port::net_status::in_progress) {
+        w.phase = watch_phase::resolving;
+    } else {
+        watch_close(n, now);
+    }
+}
+
+// The sentinel's host is looked up: connects to its first address.
+void client_base::watch_dial(std::uint8_t n, instant now) noexcept {
+    sentinel_watch& w = conns_[n].watch;
+    port::endpoint where;
+    char address[port::address_text_capacity];
+    const std::size_t size = w.lookup.address(0, address, sizeof address);
+    w.lookup.end();
+    if (size == 0 || !watch_sentinel(n, where)) {
+        watch_close(n, now);
+        return;
+    }
+    where.host = str_view(address, size);
     int fd = -1;
-    const port::net_result r = port::connect(where, 0, fd);
+    const port::net_result r = port::connect(where, fd);
     if (r.status == port::net_status::ok || r.status == port::net_status::in_progress) {
         w.fd = fd;
         w.phase =
@@ -118,6 +153,15 @@ void client_base::watch_send(std::uint8_t n, instant now) noexcept {
 
 void client_base::watch_ready(std::uint8_t n, std::uint8_t events, instant now) noexcept {
     sentinel_watch& w = conns_[n].watch;
+    if (w.phase == watch_phase::resolving) {
+        const port::net_result r = w.lookup.result();
+        if (r.status == port::net_status::ok) {
+            watch_dial(n, now);
+        } else if (r.status != port::net_status::in_progress) {
+            watch_close(n, now);
+        }
+        return;
+    }
     if (w.phase == watch_phase::connecting) {
         if ((events & (port::want_write | port::ready_error)) == 0) {
             return;
@@ -227,7 +271,8 @@ void client_base::watch_message(std::uint8_t n, const resp_node* nodes, std::siz
     c.target.host_size = static_cast<std::uint8_t>(host.size);
     c.target.port = static_cast<std::uint16_t>(port);
     if (c.fd >= 0 && !c.sentinel.asking) {
-        sentinel_reconnect(n, now, options_.connect_timeout);  // straight to the new master
+        // Straight to the new master, with a connect's whole time.
+        sentinel_reconnect(n, now, now + options_.connect_timeout);
     }
 }
 
@@ -238,6 +283,7 @@ void client_base::watch_close(std::uint8_t n, instant now) noexcept {
         port::close(w.fd);
         w.fd = -1;
     }
+    w.lookup.end();
     w.rx_size = 0;
     w.sent = 0;
     w.setup_size = 0;
@@ -254,6 +300,7 @@ void client_base::watch_shut(std::uint8_t n) noexcept {
         port::close(w.fd);
         w.fd = -1;
     }
+    w.lookup.end();
     w.phase = watch_phase::off;
     w.failures = 0;
     w.rx_size = 0;

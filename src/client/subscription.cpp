@@ -50,14 +50,12 @@ void client_base::sub_service(std::uint8_t n, instant now) noexcept {
     switch (s.phase) {
     case sub_phase::off:
         if (sub_wanted(n)) {
-            s.attempt = 0;
             s.due = now + options_.connect_timeout;
             sub_connect(n, now);
         }
         break;
     case sub_phase::backoff:
         if (s.due <= now && sub_wanted(n)) {
-            s.attempt = 0;
             s.due = now + options_.connect_timeout;
             sub_connect(n, now);
         }
@@ -74,8 +72,8 @@ void client_base::sub_service(std::uint8_t n, instant now) noexcept {
     }
 }
 
-// Connects to the node's addresses from s.attempt on, as the lock
-// connection does.
+// Connects to the very address the lock connection reached: the server
+// redirects tracking only to a client of its own.
 void client_base::sub_connect(std::uint8_t n, instant now) noexcept {
     const detail::connection& c = conns_[n];
     subscription& s = conns_[n].sub;
@@ -84,25 +82,20 @@ void client_base::sub_connect(std::uint8_t n, instant now) noexcept {
     s.subscribed = false;
     s.id = 0;
     s.rx_size = 0;
-    // Where the lock connection went: for a Sentinel node, the master it named.
-    const port::endpoint where = endpoint_of(n);
-    for (; s.attempt < max_addresses; ++s.attempt) {
-        int fd = -1;
-        const port::net_result r = port::connect(where, s.attempt, fd);
-        if (r.status == port::net_status::ok) {
-            s.fd = fd;
-            sub_open(n, transport_->open(sub_index(n), fd, c.address), now);
-            return;
-        }
-        if (r.status == port::net_status::in_progress) {
-            s.fd = fd;
-            return;
-        }
-        if (!c.address.unix_path.empty() || r.status == port::net_status::resolve_failed ||
-            r.status == port::net_status::bad_argument ||
-            r.status == port::net_status::no_address) {
-            break;
-        }
+    port::endpoint where = endpoint_of(n);
+    if (where.unix_path.empty()) {
+        where.host = str_view(c.connected_to, c.connected_size);
+    }
+    int fd = -1;
+    const port::net_result r = port::connect(where, fd);
+    if (r.status == port::net_status::ok) {
+        s.fd = fd;
+        sub_open(n, transport_->open(sub_index(n), fd, c.address), now);
+        return;
+    }
+    if (r.status == port::net_status::in_progress) {
+        s.fd = fd;
+        return;
     }
     sub_close(n, false, now);
 }
@@ -180,10 +173,7 @@ void client_base::sub_ready(std::uint8_t n, std::uint8_t events, instant now) no
     if (r.status == port::net_status::ok) {
         sub_open(n, transport_->open(sub_index(n), s.fd, c.address), now);
     } else if (r.status != port::net_status::in_progress) {
-        port::close(s.fd);
-        s.fd = -1;
-        ++s.attempt;  // the next address, within the same deadline
-        sub_connect(n, now);
+        sub_close(n, false, now);
     }
 }
 

@@ -29,7 +29,7 @@ port::endpoint endpoint_of(const std::string& host, std::uint16_t p) {
 int open(sim::net& n, int i) {
     const std::string host = "10.0.0." + std::to_string(i + 1);
     int fd = -1;
-    REQUIRE(port::connect(endpoint_of(host, static_cast<std::uint16_t>(7001 + i)), 0, fd).status ==
+    REQUIRE(port::connect(endpoint_of(host, static_cast<std::uint16_t>(7001 + i)), fd).status ==
             net_status::in_progress);
     wait_entry e{fd, port::want_write, 0};
     REQUIRE(port::wait(&e, 1, n.now() + duration::seconds(1)) == 1);
@@ -99,15 +99,16 @@ TEST_CASE("sim port: addresses", "[port][sim]") {
     sim::net n(3);
     n.add_nodes(2);
     int fd = -1;
-    CHECK(port::connect(endpoint_of("10.0.0.2", 7002), 0, fd).status == net_status::in_progress);
+    CHECK(port::connect(endpoint_of("10.0.0.2", 7002), fd).status == net_status::in_progress);
     port::close(fd);
-    CHECK(port::connect(endpoint_of("10.0.0.2", 7002), 1, fd).status == net_status::no_address);
-    CHECK(port::connect(endpoint_of("10.0.0.2", 7001), 0, fd).status == net_status::refused);
-    CHECK(port::connect(endpoint_of("10.9.9.9", 7001), 0, fd).status == net_status::unreachable);
+    CHECK(port::connect(endpoint_of("10.0.0.2", 7001), fd).status == net_status::refused);
+    CHECK(port::connect(endpoint_of("10.9.9.9", 7001), fd).status == net_status::unreachable);
+    CHECK(port::connect(endpoint_of("redis.example", 7001), fd).status ==
+          net_status::bad_argument);  // names are looked up first
     n.crash(1);
-    CHECK(port::connect(endpoint_of("10.0.0.2", 7002), 0, fd).status == net_status::refused);
+    CHECK(port::connect(endpoint_of("10.0.0.2", 7002), fd).status == net_status::refused);
     n.restart(1, true);
-    CHECK(port::connect(endpoint_of("10.0.0.2", 7002), 0, fd).status == net_status::in_progress);
+    CHECK(port::connect(endpoint_of("10.0.0.2", 7002), fd).status == net_status::in_progress);
     port::close(fd);
     CHECK(n.url(1, ":pw", "/3") == "redis://:pw@10.0.0.2:7002/3");
 }

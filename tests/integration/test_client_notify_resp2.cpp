@@ -138,6 +138,41 @@ TEST_CASE("notify resp2: a waiter is told over a subscription", "[integration][n
     }
 }
 
+TEST_CASE("notify resp2: a node given by name: its subscription goes where its lock connection did",
+          "[integration][notify]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    const char* name = "notify-resp2-named";
+    // localhost: looked up off the client's thread, maybe ::1 first (nothing
+    // listens there), then 127.0.0.1.
+    const url_list urls({"redis://localhost:" + std::to_string(srv.port())});
+    client<1> c;
+    configure(c, urls, resp2());
+    client_lock l;
+    REQUIRE(l.attach(c, name, waiting_options(), no_watchdog()) == client_errc::ok);
+    REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+    INFO(what(c.node(0)));
+    REQUIRE(until_tracking(c));
+    // Both connections came from the same address to the same server (the
+    // subscription connected to the number, not the name again).
+    const std::string lock_id = std::to_string(connection_id(c, 0));
+    const std::vector<long long> subs = pubsub_ids(admin);
+    REQUIRE(subs.size() == 1);
+    std::string lock_laddr;
+    std::string sub_laddr;
+    for (const std::string& line : client_lines(admin)) {
+        if (client_field(line, "id") == lock_id) {
+            lock_laddr = client_field(line, "laddr");
+        } else if (client_field(line, "id") == std::to_string(subs[0])) {
+            sub_laddr = client_field(line, "laddr");
+        }
+    }
+    CHECK(!lock_laddr.empty());
+    CHECK(lock_laddr == sub_laddr);
+    const std::string key = key_of(name);
+    told_when_gone(srv, l, {"SET", key, "other", "PX", "10000"}, {"DEL", key});
+}
+
 TEST_CASE("notify resp2: what a killed subscription missed is not lost", "[integration][notify]") {
     redis_server srv;
     redis_client admin(srv.port());

@@ -14,6 +14,11 @@
 // with no deadline while nothing is scheduled can never end: it fails
 // (returns -1, failure() says why, and it is printed) instead of hanging.
 //
+// Names: a name service on virtual time (net_lookup.cpp). A lookup of a name
+// answers after the name's latency with its addresses, or that there is no
+// such name, or never; node i is at host(i), and url_named() reaches it by a
+// name. Numeric hosts are done at once, as the port promises.
+//
 // Faults: per node latency range and request loss (the connection breaks,
 // before or after the request ran), crash (connections reset, connects
 // refused), restart (keyspace kept or lost, script cache lost), pause
@@ -80,6 +85,24 @@ public:
     redis_node& node(int i);
     node_faults& faults(int i);
 
+    // A node's numeric address ("10.0.0.<i+1>").
+    std::string host(int i) const;
+
+    // --- names ----------------------------------------------------------
+    struct name_record {
+        std::vector<std::string> addresses;  // numeric, in the order to try
+        std::uint64_t latency_us = 1000;     // until the answer
+        bool fails = false;                  // the answer is "no such name"
+        bool answers = true;                 // false: a lookup never returns
+    };
+    // The record of `host`, made when missing (with no address yet: a lookup
+    // then ends in no_address). A name with no record at all fails after
+    // 1 ms, as a name server's NXDOMAIN would.
+    name_record& name(const std::string& host);
+    // "redis://NAME:<7001+i>": node i, reached by `name`, which resolves to
+    // host(i) unless its record says otherwise.
+    std::string url_named(int i, const std::string& name);
+
     // --- faults ---------------------------------------------------------
     void crash(int i);
     void restart(int i, bool keep_data);
@@ -107,11 +130,18 @@ public:
     // --- what happened ------------------------------------------------------
     struct connect_record {
         int node;  // -1: no node there
-        unsigned attempt;
         edgelock::instant at;
         edgelock::port::net_status status;  // what connect() returned
     };
     std::vector<connect_record> connects;
+    struct lookup_record {
+        std::string host;
+        edgelock::instant at;  // begun
+    };
+    std::vector<lookup_record> lookups;  // every lookup of a name begun
+    // Lookups of `host` (every name: empty) begun and not answered yet,
+    // released by their caller or not.
+    std::size_t lookups_unanswered(const std::string& host = "") const;
     struct close_record {
         int node;
         edgelock::instant at;
@@ -131,8 +161,13 @@ public:
 
     // --- the port (sim/port_sim.cpp forwards edgelock::port here) ---------
     bool random_bytes(void* buf, std::size_t size);
-    edgelock::port::net_result connect(const edgelock::port::endpoint& where, unsigned attempt,
-                                       int& fd);
+    edgelock::port::net_result connect(const edgelock::port::endpoint& where, int& fd);
+    edgelock::port::net_result lookup_start(edgelock::str_view host, int& id);
+    int lookup_fd(int id) const;
+    edgelock::port::net_result lookup_result(int id) const;
+    bool lookup_is_for(int id, edgelock::str_view host) const;
+    std::size_t lookup_address(int id, unsigned index, char* buf, std::size_t capacity) const;
+    void lookup_release(int id);
     edgelock::port::net_result connect_finish(int fd);
     edgelock::port::net_result send(int fd, const void* data, std::size_t size);
     edgelock::port::net_result recv(int fd, void* buf, std::size_t capacity);
@@ -183,6 +218,19 @@ private:
         std::function<void()> fn;
     };
 
+    struct lookup {
+        std::string host;
+        bool done = false;
+        bool released = false;
+        edgelock::port::net_status status = edgelock::port::net_status::in_progress;
+        std::vector<std::string> addresses;
+        int fd = -1;  // -1 once released, or for a lookup done at once
+    };
+
+    // The lowest fd number neither a connection nor a lookup holds.
+    int take_fd();
+    const lookup* lookup_of(int id) const;
+    lookup* lookup_by_fd(int fd);
     void push(std::uint64_t t, item it);
     std::uint64_t half_latency(int node);
     void run_due();
@@ -208,6 +256,9 @@ private:
     std::vector<std::unique_ptr<sim_node>> nodes_;
     std::vector<std::unique_ptr<connection>> conns_;  // by id - 1
     std::vector<std::uint64_t> fds_;                  // open fd -> connection id; 0: free
+    std::vector<lookup> lookups_;                     // by id
+    std::vector<std::size_t> lookup_fds_;             // fd -> lookup id + 1; 0: none
+    std::map<std::string, name_record> names_;
     std::map<std::pair<std::uint64_t, std::uint64_t>, item> queue_;
     net* previous_ = nullptr;
 };

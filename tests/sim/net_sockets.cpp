@@ -47,7 +47,12 @@ net::connection* net::by_fd(int fd) {
     return conns_[static_cast<std::size_t>(fds_[static_cast<std::size_t>(fd)] - 1)].get();
 }
 
-net_result net::connect(const edgelock::port::endpoint& where, unsigned attempt, int& fd) {
+net_result net::connect(const edgelock::port::endpoint& where, int& fd) {
+    fd = -1;
+    if (where.unix_path.empty() && !where.host.empty() &&
+        (where.host[0] < '0' || where.host[0] > '9')) {
+        return result(net_status::bad_argument);  // a name: the port takes addresses only
+    }
     int index = -1;
     bool host_known = false;
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -59,9 +64,7 @@ net_result net::connect(const edgelock::port::endpoint& where, unsigned attempt,
         }
     }
     net_status status = net_status::in_progress;
-    if (attempt > 0) {
-        status = net_status::no_address;  // one address per host
-    } else if (!where.unix_path.empty() || (index < 0 && host_known)) {
+    if (!where.unix_path.empty() || (index < 0 && host_known)) {
         status = net_status::refused;
     } else if (index < 0) {
         status = net_status::unreachable;
@@ -69,20 +72,14 @@ net_result net::connect(const edgelock::port::endpoint& where, unsigned attempt,
                !nodes_[static_cast<std::size_t>(index)]->faults.refuse_late) {
         status = net_status::refused;
     }
-    connects.push_back(connect_record{index, attempt, now(), status});
+    connects.push_back(connect_record{index, now(), status});
     if (status != net_status::in_progress) {
         return result(status);
     }
     auto c = std::make_unique<connection>();
     c->id = conns_.size() + 1;
     c->node = index;
-    std::size_t free_fd = 3;  // the lowest free number, as a POSIX system hands out
-    while (free_fd < fds_.size() && fds_[free_fd] != 0) {
-        ++free_fd;
-    }
-    if (free_fd >= fds_.size()) {
-        fds_.resize(free_fd + 1, 0);
-    }
+    const auto free_fd = static_cast<std::size_t>(take_fd());
     c->fd = static_cast<int>(free_fd);
     fds_[free_fd] = c->id;
     const node_faults& f = nodes_[static_cast<std::size_t>(index)]->faults;
@@ -246,8 +243,10 @@ int net::wait(wait_entry* entries, std::size_t count, instant deadline) {
     ++steps_;
     // No fd opens or closes during a wait: look each up once.
     std::vector<const connection*> watched(count);
+    std::vector<const lookup*> looked_up(count);
     for (std::size_t i = 0; i < count; ++i) {
         watched[i] = by_fd(entries[i].fd);
+        looked_up[i] = watched[i] == nullptr ? lookup_by_fd(entries[i].fd) : nullptr;
     }
     std::uint64_t seen = visible_changes_ + 1;
     for (;;) {
@@ -256,7 +255,15 @@ int net::wait(wait_entry* entries, std::size_t count, instant deadline) {
             seen = visible_changes_;
             int ready = 0;
             for (std::size_t i = 0; i < count; ++i) {
-                entries[i].ready = readiness(entries[i], watched[i]);
+                if (looked_up[i] != nullptr) {
+                    // A lookup's fd is readable once it is done.
+                    entries[i].ready =
+                        looked_up[i]->done
+                            ? static_cast<std::uint8_t>(entries[i].want & edgelock::port::want_read)
+                            : std::uint8_t{0};
+                } else {
+                    entries[i].ready = readiness(entries[i], watched[i]);
+                }
                 ready += entries[i].ready != 0 ? 1 : 0;
             }
             if (ready > 0) {

@@ -63,8 +63,32 @@ const char* describe(net_status status) noexcept {
     return "unknown";
 }
 
-net_result connect(const endpoint& where, unsigned attempt, int& fd) noexcept {
-    return the_net("connect").connect(where, attempt, fd);
+net_result connect(const endpoint& where, int& fd) noexcept {
+    return the_net("connect").connect(where, fd);
+}
+
+net_result lookup_start(str_view host, int& id) noexcept {
+    return the_net("lookup_start").lookup_start(host, id);
+}
+
+int lookup_fd(int id) noexcept {
+    return the_net("lookup_fd").lookup_fd(id);
+}
+
+net_result lookup_result(int id) noexcept {
+    return the_net("lookup_result").lookup_result(id);
+}
+
+bool lookup_is_for(int id, str_view host) noexcept {
+    return the_net("lookup_is_for").lookup_is_for(id, host);
+}
+
+std::size_t lookup_address(int id, unsigned index, char* buf, std::size_t capacity) noexcept {
+    return the_net("lookup_address").lookup_address(id, index, buf, capacity);
+}
+
+void lookup_release(int id) noexcept {
+    the_net("lookup_release").lookup_release(id);
 }
 
 net_result connect_finish(int fd) noexcept {

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <string>
 
+#include "edgelock/client.hpp"
 #include "edgelock/port.hpp"
 #include "tools/clock.hpp"
 #include "tools/files.hpp"
@@ -100,7 +101,7 @@ port::net_status finish(const port::net_result& started, int fd) {
 // end up in the guards.
 void connect_pair(const port::endpoint& where, int listen_fd, fd_guard& client, fd_guard& server) {
     int fd = -1;
-    const port::net_result r = port::connect(where, 0, fd);
+    const port::net_result r = port::connect(where, fd);
     client.reset(fd);
     REQUIRE((r.status == port::net_status::ok || r.status == port::net_status::in_progress));
     REQUIRE(fd >= 0);
@@ -292,10 +293,10 @@ TEST_CASE("port socket: TCP over IPv4 loopback connects and carries bytes", "[po
         REQUIRE(r.size == 0);
     }
 
-    SECTION("a literal has exactly one address") {
-        int fd = -1;
-        const port::net_result r = port::connect(tcp_endpoint("127.0.0.1", listener.port()), 1, fd);
-        REQUIRE(r.status == port::net_status::no_address);
+    SECTION("a name is not connected to: it is looked up first") {
+        int fd = 12345;
+        const port::net_result r = port::connect(tcp_endpoint("localhost", listener.port()), fd);
+        REQUIRE(r.status == port::net_status::bad_argument);
         REQUIRE(fd == -1);
     }
 }
@@ -310,7 +311,7 @@ TEST_CASE("port socket: a closed TCP port is refused", "[port]") {
         free_port = probe.port();
     }
     int fd = -1;
-    const port::net_result r = port::connect(tcp_endpoint("127.0.0.1", free_port), 0, fd);
+    const port::net_result r = port::connect(tcp_endpoint("127.0.0.1", free_port), fd);
     fd_guard client(fd);
     if (r.status == port::net_status::refused) {
         REQUIRE(fd == -1);
@@ -339,51 +340,15 @@ TEST_CASE("port socket: TCP over IPv6 loopback", "[port]") {
     check_round_trip(client.fd, server.fd);
 }
 
-TEST_CASE("port socket: localhost resolves to the listener on some attempt", "[port]") {
-    edgelock_test::loopback_listener listener(AF_INET);
-    REQUIRE(listener.fd() >= 0);
-    const port::endpoint where = tcp_endpoint("localhost", listener.port());
-    bool reached = false;
-    unsigned attempt = 0;
-    for (; attempt < 16 && !reached; ++attempt) {
-        int fd = -1;
-        const port::net_result r = port::connect(where, attempt, fd);
-        fd_guard client(fd);
-        INFO("attempt " << attempt << ": " << port::describe(r.status));
-        REQUIRE(r.status != port::net_status::resolve_failed);
-        REQUIRE(r.status != port::net_status::bad_argument);
-        if (r.status == port::net_status::no_address) {
-            REQUIRE(fd == -1);
-            break;
-        }
-        // Another address of localhost (::1 when only 127.0.0.1 listens) may
-        // refuse; the next attempt takes the next address.
-        if (finish(r, fd) == port::net_status::ok) {
-            fd_guard server(accept_within(listener.fd()));
-            REQUIRE(server.fd >= 0);
-            check_round_trip(client.fd, server.fd);
-            reached = true;
-        }
-    }
-    REQUIRE(reached);
-
-    SECTION("an attempt beyond the list has no address") {
-        int fd = -1;
-        const port::net_result r = port::connect(where, 64, fd);
-        REQUIRE(r.status == port::net_status::no_address);
-        REQUIRE(fd == -1);
-    }
-}
-
 TEST_CASE("port socket: a numeric form inet_pton rejects still avoids DNS", "[port]") {
     // "127.1" is 127.0.0.1 to getaddrinfo(AI_NUMERICHOST) on glibc and musl;
     // a libc that rejects the short form must say so, not look it up.
     edgelock_test::loopback_listener listener(AF_INET);
     REQUIRE(listener.fd() >= 0);
     int fd = -1;
-    const port::net_result r = port::connect(tcp_endpoint("127.1", listener.port()), 0, fd);
+    const port::net_result r = port::connect(tcp_endpoint("127.1", listener.port()), fd);
     fd_guard client(fd);
-    if (r.status == port::net_status::resolve_failed) {
+    if (r.status == port::net_status::bad_argument) {
         edgelock_test::skip("this libc does not take 127.1 as numeric");
         return;
     }
@@ -396,24 +361,23 @@ TEST_CASE("port socket: a numeric form inet_pton rejects still avoids DNS", "[po
 TEST_CASE("port socket: unusable TCP endpoints are bad arguments", "[port]") {
     int fd = 12345;
     SECTION("empty host") {
-        REQUIRE(port::connect(tcp_endpoint("", 6379), 0, fd).status ==
-                port::net_status::bad_argument);
+        REQUIRE(port::connect(tcp_endpoint("", 6379), fd).status == port::net_status::bad_argument);
     }
     SECTION("host longer than a DNS name") {
         const std::string host(300, 'a');
         port::endpoint e;
         e.host = str_view(host.data(), host.size());
         e.port = 6379;
-        REQUIRE(port::connect(e, 0, fd).status == port::net_status::bad_argument);
+        REQUIRE(port::connect(e, fd).status == port::net_status::bad_argument);
     }
     SECTION("host with an embedded NUL") {
         port::endpoint e;
         e.host = str_view("127.0.0.1\0evil", 14);
         e.port = 6379;
-        REQUIRE(port::connect(e, 0, fd).status == port::net_status::bad_argument);
+        REQUIRE(port::connect(e, fd).status == port::net_status::bad_argument);
     }
     SECTION("port 0") {
-        REQUIRE(port::connect(tcp_endpoint("127.0.0.1", 0), 0, fd).status ==
+        REQUIRE(port::connect(tcp_endpoint("127.0.0.1", 0), fd).status ==
                 port::net_status::bad_argument);
     }
     REQUIRE(fd == -1);
@@ -454,17 +418,13 @@ TEST_CASE("port socket: Unix domain sockets", "[port]") {
         const port::net_result s = port::send(client.fd, "x", 1);
         REQUIRE(s.status == port::net_status::reset);
         REQUIRE(s.code == EPIPE);
-
-        int fd = -1;
-        REQUIRE(port::connect(where, 1, fd).status == port::net_status::no_address);
-        REQUIRE(fd == -1);
     }
 
     SECTION("a path nobody listens on is refused") {
         port::endpoint where;
         where.unix_path = str_view(path.c_str());
         int fd = -1;
-        const port::net_result r = port::connect(where, 0, fd);
+        const port::net_result r = port::connect(where, fd);
         REQUIRE(r.status == port::net_status::refused);
         REQUIRE(r.code == ENOENT);
         REQUIRE(fd == -1);
@@ -479,13 +439,13 @@ TEST_CASE("port socket: Unix domain sockets", "[port]") {
         port::endpoint where;
         where.unix_path = str_view(longest.data(), longest.size());
         int fd = 12345;
-        REQUIRE(port::connect(where, 0, fd).status == port::net_status::refused);
+        REQUIRE(port::connect(where, fd).status == port::net_status::refused);
         REQUIRE(fd == -1);
 
         const std::string too_long = longest + "a";
         where.unix_path = str_view(too_long.data(), too_long.size());
         fd = 12345;
-        REQUIRE(port::connect(where, 0, fd).status == port::net_status::bad_argument);
+        REQUIRE(port::connect(where, fd).status == port::net_status::bad_argument);
         REQUIRE(fd == -1);
     }
 }
@@ -643,9 +603,14 @@ TEST_CASE("port socket: wait() returns 0 when a signal interrupts it", "[port]")
 }
 
 TEST_CASE("port socket: wait() limits", "[port]") {
-    port::wait_entry many[65];
-    REQUIRE(port::wait(many, 65, instant{0}) == -1);
-    REQUIRE(port::wait(many, 64, instant{0}) == 0);
+    // Every fd of the largest client fits one wait, and no more than the port says.
+    port::wait_entry many[port::wait_capacity + 1];
+    static_assert(
+        edgelock::client<edgelock::lock_max_nodes, 64 - edgelock::lock_max_nodes>::max_fds <=
+            port::wait_capacity,
+        "the largest client's fds fit one wait");
+    REQUIRE(port::wait(many, port::wait_capacity + 1, instant{0}) == -1);
+    REQUIRE(port::wait(many, port::wait_capacity, instant{0}) == 0);
     REQUIRE(port::wait(nullptr, 0, instant{0}) == 0);
     REQUIRE(port::wait(nullptr, 1, instant{0}) == -1);
 }
@@ -668,13 +633,14 @@ TEST_CASE("bad input: port calls on a descriptor that is not open", "[bad-input]
         edgelock::port::close(fd);  // harmless
     }
     // Too many entries: refused before any entry is touched.
-    edgelock::port::wait_entry many[65];
+    constexpr std::size_t too_many = edgelock::port::wait_capacity + 1;
+    edgelock::port::wait_entry many[too_many];
     for (edgelock::port::wait_entry& e : many) {
         e.fd = 0;
         e.want = edgelock::port::want_read;
         e.ready = 0x5a;
     }
-    CHECK(edgelock::port::wait(many, 65, instant{0}) == -1);
+    CHECK(edgelock::port::wait(many, too_many, instant{0}) == -1);
     for (const edgelock::port::wait_entry& e : many) {
         CHECK(e.ready == 0x5a);
     }
