@@ -60,15 +60,16 @@ test-host: host-build
 	@echo "== host: unit tests"
 	ctest --test-dir $(HOST) --output-on-failure -j $(JOBS)
 
-# The unit and integration tests again, built with ASan + UBSan; any finding
-# aborts the test that hit it.
+# The unit and integration tests again, built with ASan + UBSan, and the
+# agent's tests tagged [asan] against an agent built so; any finding aborts
+# the test that hit it.
 test-sanitize:
-	@echo "== host: unit and integration tests under ASan + UBSan"
+	@echo "== host: unit, integration and [asan] agent tests under ASan + UBSan"
 	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDGELOCK_SANITIZE=ON \
-	    -DEDGELOCK_WERROR=ON -DEDGELOCK_CLI=OFF -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_BENCH=OFF \
+	    -DEDGELOCK_WERROR=ON -DEDGELOCK_CLI=ON -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_BENCH=OFF \
 	    -DEDGELOCK_INSTALL=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN) -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:abort_on_error=1 \
 	    ctest --test-dir $(ASAN) --output-on-failure -j $(JOBS)
 
 # The chaos safety checker: workers contend for one key while nodes and the

@@ -52,8 +52,9 @@ std::string text(str_view v) {
 // --- the loop -------------------------------------------------------------------------------
 
 bool turn(instant until, bool watch_signals, bool& signalled) {
-    port::wait_entry e[2 * lock_max_nodes + 1];  // the client's fd_capacity() and the signals'
-    std::size_t n = driver.wanted(e, 2 * lock_max_nodes);
+    constexpr std::size_t client_fds = decltype(driver)::max_fds;
+    port::wait_entry e[client_fds + 1];  // the client's and the signal pipe
+    std::size_t n = driver.wanted(e, client_fds);
     const std::size_t client_entries = n;
     if (watch_signals) {
         e[n].fd = signal_fd();
@@ -208,18 +209,25 @@ int not_acquired(const client_lock& l, const lock_event& ev) {
 
 namespace {
 
+// How long a node has for one request, and for its lookup, connect and
+// set-up: a tenth of the ttl, within [50 ms, 1 s] (half the ttl when that is
+// shorter). Room for a gateway's uplink, small against the ttl as Redlock
+// asks; and so one try (-w 0) ends within two of them, whatever the nodes do.
+duration node_allowance(duration ttl) {
+    std::uint64_t t = ttl.us / 10;
+    t = t < 50000 ? 50000 : (t > 1000000 ? 1000000 : t);
+    if (t >= ttl.us) {
+        t = ttl.us / 2;
+    }
+    return duration::micros(t);
+}
+
 // The lock as the options describe it; the lock keeps it from then on.
 lock_options lock_options_from(const options& o) {
     lock_options lo;
     lo.mode = o.fencing ? lock_mode::fenced : lock_mode::plain;
     lo.ttl = o.ttl;
-    // A tenth of the ttl, within [50 ms, 1 s]: room for a gateway's uplink,
-    // small against the ttl as Redlock asks.
-    std::uint64_t t = o.ttl.us / 10;
-    t = t < 50000 ? 50000 : (t > 1000000 ? 1000000 : t);
-    if (t >= o.ttl.us) {
-        t = o.ttl.us / 2;
-    }
+    const std::uint64_t t = node_allowance(o.ttl).us;
     lo.node_timeout = duration::micros(t);
     // WAIT gets half of each request's time, in whole milliseconds.
     lo.min_replicas = static_cast<std::uint8_t>(o.min_replicas);
@@ -272,6 +280,7 @@ int setup(client_lock& l) {
         urls.emplace_back(u.data(), u.size());
     }
     client_options co;
+    co.connect_timeout = node_allowance(opt.ttl);
     if (opt.have_password) {
         co.password = str_view(opt.password.data(), opt.password.size());
     }
@@ -313,7 +322,8 @@ int setup(client_lock& l) {
     }
     l.set_callback(on_lock_event, nullptr);
     // A quorum is enough to start; a slow node gets the lock's node_timeout.
-    driver.connect(port::now() + duration::seconds(1), l.machine().quorum());
+    // By connect_timeout every node is set up or has failed.
+    driver.connect(port::now() + co.connect_timeout, l.machine().quorum());
     warn_nodes(false);
     return exit_ok;
 }
