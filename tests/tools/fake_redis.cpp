@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -112,55 +113,64 @@ struct connection {
     std::mt19937 rng;         // random: this connection's own stream
 };
 
-// Removes whole commands from the front of `in` and returns how many. A RESP
-// array of bulk strings is one command; anything else is taken a line at a
-// time (inline commands, and whatever a client sends that is neither).
-int take_commands(std::string& in) {
-    int n = 0;
-    std::size_t pos = 0;
-    for (;;) {
-        if (pos >= in.size()) {
-            break;
+// Takes the whole command at `pos` in `in`, if there is one: its arguments
+// into `args`, `pos` moved past it. A RESP array of bulk strings is one
+// command (an element that is not a bulk string is skipped); anything else
+// is taken a line at a time, split at spaces (inline commands, and whatever
+// a client sends that is neither).
+bool take_command(const std::string& in, std::size_t& pos, std::vector<std::string>& args) {
+    args.clear();
+    if (pos >= in.size()) {
+        return false;
+    }
+    if (in[pos] != '*') {
+        const std::size_t nl = in.find('\n', pos);
+        if (nl == std::string::npos) {
+            return false;
         }
-        const std::size_t eol = in.find("\r\n", pos);
-        if (in[pos] != '*') {
-            const std::size_t nl = in.find('\n', pos);
-            if (nl == std::string::npos) {
-                break;
+        std::size_t end = nl;
+        if (end > pos && in[end - 1] == '\r') {
+            --end;
+        }
+        // Within the line: a search to the buffer's end for each line would
+        // make a flood of short lines quadratic.
+        for (auto p = in.begin() + static_cast<std::ptrdiff_t>(pos),
+                  e = in.begin() + static_cast<std::ptrdiff_t>(end);
+             p < e;) {
+            const auto space = std::find(p, e, ' ');
+            if (space > p) {
+                args.emplace_back(p, space);
             }
-            pos = nl + 1;
-            ++n;
+            p = space == e ? e : space + 1;
+        }
+        pos = nl + 1;
+        return true;
+    }
+    const std::size_t eol = in.find("\r\n", pos);
+    if (eol == std::string::npos) {
+        return false;
+    }
+    const long count = std::strtol(in.c_str() + pos + 1, nullptr, 10);
+    std::size_t p = eol + 2;
+    for (long i = 0; i < count; ++i) {
+        const std::size_t e = in.find("\r\n", p);
+        if (e == std::string::npos) {
+            return false;
+        }
+        if (in[p] != '$') {
+            p = e + 2;  // not a bulk string: skip the line
             continue;
         }
-        if (eol == std::string::npos) {
-            break;
+        const long len = std::strtol(in.c_str() + p + 1, nullptr, 10);
+        const std::size_t size = static_cast<std::size_t>(len < 0 ? 0 : len);
+        if (e + 2 + size + 2 > in.size()) {
+            return false;
         }
-        const long count = std::strtol(in.c_str() + pos + 1, nullptr, 10);
-        std::size_t p = eol + 2;
-        bool whole = true;
-        for (long i = 0; i < count && whole; ++i) {
-            const std::size_t e = in.find("\r\n", p);
-            if (e == std::string::npos || in[p] != '$') {
-                whole = e != std::string::npos;  // not a bulk string: skip the line
-                p = whole ? e + 2 : p;
-                continue;
-            }
-            const long len = std::strtol(in.c_str() + p + 1, nullptr, 10);
-            const std::size_t end = e + 2 + static_cast<std::size_t>(len < 0 ? 0 : len) + 2;
-            if (end > in.size()) {
-                whole = false;
-            } else {
-                p = end;
-            }
-        }
-        if (!whole) {
-            break;
-        }
-        pos = p;
-        ++n;
+        args.push_back(in.substr(e + 2, size));
+        p = e + 2 + size + 2;
     }
-    in.erase(0, pos);
-    return n;
+    pos = p;
+    return true;
 }
 
 std::string random_bytes(std::mt19937& rng, std::size_t n) {
@@ -271,13 +281,16 @@ bool on_readable(mode m, connection& c, std::mt19937& rng) {
     if (c.in.size() > max_pending) {
         c.in.clear();  // not commands, whatever it is
     }
-    for (int k = take_commands(c.in); k > 0; --k) {
+    std::size_t pos = 0;
+    std::vector<std::string> args;
+    while (take_command(c.in, pos, args)) {
         const std::string r = reply_for(m, c, rng);
         ++c.commands;
         if (c.out.size() - c.out_off + r.size() <= max_pending) {
             c.out += r;
         }
     }
+    c.in.erase(0, pos);
     return true;
 }
 
