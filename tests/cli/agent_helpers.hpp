@@ -198,7 +198,8 @@ inline long long lock_pttl(redis_client& c, const std::string& name) {
 // A well-formed token that no lock holds.
 constexpr const char* valid_token = "00112233445566778899aabbccddeeff";
 
-// Every fake_redis mode (tests/tools/fake_redis.cpp).
+// Every fake_redis mode (tests/tools/fake_redis.cpp) that serves one port;
+// moved-chain, a ring of ports, has a test of its own (test_cli_fds.cpp).
 inline constexpr const char* fake_redis_modes[] = {
     "silent",      "reset",       "close",           "trickle", "garbage",
     "huge-length", "length-2-63", "negative-length", "deep",    "no-cr",

@@ -3,10 +3,13 @@
 // command it reads the way MODE says, for --seconds N (default 30), then exits.
 //
 //   fake_redis MODE [--seconds N]
+//   fake_redis moved-chain [--ports K] [--seconds N]
 //
 // Modes: silent, reset, close, trickle, garbage, huge-length, length-2-63,
 // negative-length, deep, no-cr, big-error, wrong-type, ok-then-garbage, random
-// (see usage()).
+// (see usage()), and moved-chain: K free loopback ports (default 10), printed
+// on one line in ring order, separated by spaces, where a key's request on
+// one is answered MOVED to the next (moved_chain.hpp).
 //
 // Commands are split from the input as RESP arrays of bulk strings, or as
 // inline lines when the input is not that; each counts as one command. Many
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "tools/clock.hpp"
+#include "tools/moved_chain.hpp"
 
 namespace {
 
@@ -49,6 +53,7 @@ enum class mode {
     wrong_type,
     ok_then_garbage,
     random,
+    moved_chain,
 };
 
 struct mode_name {
@@ -71,6 +76,7 @@ const mode_name modes[] = {
     {"wrong-type", mode::wrong_type},
     {"ok-then-garbage", mode::ok_then_garbage},
     {"random", mode::random},
+    {"moved-chain", mode::moved_chain},
 };
 
 // Set-up commands ok-then-garbage answers properly before turning hostile.
@@ -78,12 +84,17 @@ constexpr int ok_commands = 12;
 // Replies wait in a connection's buffer up to this; more are dropped.
 constexpr std::size_t max_pending = 16u << 20;
 constexpr int max_clients = 64;
+// moved-chain: ports of the ring by default, and at most. Ten is the agent's
+// node's own connection and its nine extra Cluster connections.
+constexpr int chain_ports = 10;
+constexpr int max_chain_ports = 64;
 // random: bytes queued per connection at a time, refilled as they go out.
 constexpr std::size_t random_chunk = 4096;
 
 void usage() {
     std::fprintf(stderr,
                  "usage: fake_redis MODE [--seconds N]\n"
+                 "       fake_redis moved-chain [--ports K] [--seconds N]\n"
                  "  silent           read everything, never answer\n"
                  "  reset            close with a TCP RST on the first bytes received\n"
                  "  close            close every connection as soon as it is accepted\n"
@@ -98,8 +109,12 @@ void usage() {
                  "  wrong-type       the array [foo, bar] to every command\n"
                  "  ok-then-garbage  +OK to the first %d commands, then random bytes\n"
                  "  random           seeded random bytes from the moment a connection is\n"
-                 "                   accepted, without end, whatever the client sends\n",
-                 ok_commands);
+                 "                   accepted, without end, whatever the client sends\n"
+                 "  moved-chain      K ports (default %d, at most %d), printed on one line;\n"
+                 "                   set-up answered as a Redis 7 without HELLO (RESP2),\n"
+                 "                   subscriptions made; anything else on port i MOVED to\n"
+                 "                   port i+1, the last to the first\n",
+                 ok_commands, chain_ports, max_chain_ports);
 }
 
 struct connection {
@@ -108,6 +123,8 @@ struct connection {
     std::string out;
     std::size_t out_off = 0;
     int commands = 0;
+    std::uint16_t next_port = 0;  // moved-chain: where its port's MOVED points
+    std::int64_t id = 0;          // moved-chain: its CLIENT ID
     bool answered_deep = false;
     double next_trickle = 0;  // trickle: when the next byte may go
     std::mt19937 rng;         // random: this connection's own stream
@@ -182,7 +199,8 @@ std::string random_bytes(std::mt19937& rng, std::size_t n) {
 }
 
 // The reply to one command, given how many came before it on this connection.
-std::string reply_for(mode m, connection& c, std::mt19937& rng) {
+std::string reply_for(mode m, connection& c, const std::vector<std::string>& args,
+                      std::mt19937& rng) {
     switch (m) {
     case mode::trickle:
         return "+OK\r\n";
@@ -214,6 +232,8 @@ std::string reply_for(mode m, connection& c, std::mt19937& rng) {
         return "*2\r\n$3\r\nfoo\r\n$3\r\nbar\r\n";
     case mode::ok_then_garbage:
         return c.commands < ok_commands ? std::string("+OK\r\n") : random_bytes(rng, 64);
+    case mode::moved_chain:
+        return edgelock_test::moved_chain::reply(args, c.next_port, c.id);
     case mode::silent:
     case mode::reset:
     case mode::close:
@@ -284,7 +304,7 @@ bool on_readable(mode m, connection& c, std::mt19937& rng) {
     std::size_t pos = 0;
     std::vector<std::string> args;
     while (take_command(c.in, pos, args)) {
-        const std::string r = reply_for(m, c, rng);
+        const std::string r = reply_for(m, c, args, rng);
         ++c.commands;
         if (c.out.size() - c.out_off + r.size() <= max_pending) {
             c.out += r;
@@ -294,25 +314,52 @@ bool on_readable(mode m, connection& c, std::mt19937& rng) {
     return true;
 }
 
+// A listening socket on a free loopback port: its fd, or -1.
+int listen_loopback(std::uint16_t& port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(fd, 16) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) != 0) {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        return -1;
+    }
+    port = ntohs(a.sin_port);
+    return fd;
+}
+
+// A number of at least `min` and at most `max`, the whole of `s`.
+bool parse_number(const char* s, double min, double max, double& out) {
+    char* end = nullptr;
+    out = std::strtod(s, &end);
+    return end != s && *end == '\0' && out >= min && out <= max;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2 && argc != 4) {
-        usage();
-        return 2;
-    }
     const mode_name* chosen = nullptr;
     for (const mode_name& mn : modes) {
-        if (std::strcmp(argv[1], mn.name) == 0) {
+        if (argc >= 2 && std::strcmp(argv[1], mn.name) == 0) {
             chosen = &mn;
         }
     }
     double seconds = 30;
-    if (argc == 4) {
-        char* end = nullptr;
-        seconds = std::strtod(argv[3], &end);
-        if (std::strcmp(argv[2], "--seconds") != 0 || end == argv[3] || *end != '\0' ||
-            !(seconds > 0)) {
+    double ports = chosen != nullptr && chosen->m == mode::moved_chain ? chain_ports : 1;
+    bool ports_given = false;
+    for (int i = 2; chosen != nullptr && i < argc; i += 2) {
+        const bool ok = i + 1 < argc &&
+                        ((std::strcmp(argv[i], "--seconds") == 0 &&
+                          parse_number(argv[i + 1], 0.001, 1e6, seconds)) ||
+                         (std::strcmp(argv[i], "--ports") == 0 && chosen->m == mode::moved_chain &&
+                          !ports_given && parse_number(argv[i + 1], 1, max_chain_ports, ports) &&
+                          ports == static_cast<double>(static_cast<int>(ports))));
+        ports_given = ports_given || std::strcmp(argv[i], "--ports") == 0;
+        if (!ok) {
             chosen = nullptr;
         }
     }
@@ -323,22 +370,29 @@ int main(int argc, char** argv) {
     const mode m = chosen->m;
     ::signal(SIGPIPE, SIG_IGN);
 
-    const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t alen = sizeof a;
-    if (lfd < 0 || ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::listen(lfd, 16) != 0 || ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen) != 0) {
-        std::perror("fake_redis: listen");
-        return 1;
+    std::vector<int> listeners;
+    std::vector<std::uint16_t> listen_ports;
+    for (int i = 0; i < static_cast<int>(ports); ++i) {
+        std::uint16_t port = 0;
+        const int fd = listen_loopback(port);
+        if (fd < 0) {
+            std::perror("fake_redis: listen");
+            return 1;
+        }
+        listeners.push_back(fd);
+        listen_ports.push_back(port);
     }
-    std::printf("%u\n", static_cast<unsigned>(ntohs(a.sin_port)));
+    // One line, whatever the mode: a reader takes the first line for the port.
+    for (std::size_t i = 0; i < listen_ports.size(); ++i) {
+        std::printf(i == 0 ? "%u" : " %u", static_cast<unsigned>(listen_ports[i]));
+    }
+    std::printf("\n");
     std::fflush(stdout);
 
     std::mt19937 rng(20240601u);  // seeded: the same garbage every run
     std::vector<connection> conns;
     std::uint32_t accepted = 0;
+    const std::size_t lcount = listeners.size();
     const double deadline = edgelock_test::mono_s() + seconds;
     for (;;) {
         const double now = edgelock_test::mono_s();
@@ -346,7 +400,9 @@ int main(int argc, char** argv) {
             break;
         }
         std::vector<pollfd> fds;
-        fds.push_back(pollfd{lfd, POLLIN, 0});
+        for (const int lfd : listeners) {
+            fds.push_back(pollfd{lfd, POLLIN, 0});
+        }
         double wake = deadline;
         if (m == mode::random) {
             for (connection& c : conns) {
@@ -374,10 +430,10 @@ int main(int argc, char** argv) {
             return 1;
         }
         const double t = edgelock_test::mono_s();
-        // Connections first: fds[i + 1] is conns[i] until the vector changes.
+        // Connections first: fds[lcount + i] is conns[i] until the vector changes.
         for (std::size_t i = 0; i < conns.size() && r > 0; ++i) {
             connection& c = conns[i];
-            const short rev = fds[i + 1].revents;
+            const short rev = fds[lcount + i].revents;
             bool keep = true;
             if ((rev & (POLLIN | POLLHUP | POLLERR)) != 0) {
                 keep = on_readable(m, c, rng);
@@ -397,9 +453,13 @@ int main(int argc, char** argv) {
                 conns.erase(conns.begin() + static_cast<std::ptrdiff_t>(i));
             }
         }
-        if (r > 0 && (fds[0].revents & POLLIN) != 0) {
+        for (std::size_t k = 0; k < lcount && r > 0; ++k) {
+            if ((fds[k].revents & POLLIN) == 0) {
+                continue;
+            }
             for (;;) {
-                const int cfd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                const int cfd =
+                    ::accept4(listeners[k], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (cfd < 0) {
                     break;
                 }
@@ -409,6 +469,8 @@ int main(int argc, char** argv) {
                 }
                 connection c;
                 c.fd = cfd;
+                c.next_port = listen_ports[(k + 1) % lcount];
+                c.id = static_cast<std::int64_t>(accepted) + 1;
                 // Seeded per connection: the same bytes every run.
                 c.rng.seed(20240601u + accepted++);
                 conns.push_back(std::move(c));
@@ -418,6 +480,8 @@ int main(int argc, char** argv) {
     for (const connection& c : conns) {
         ::close(c.fd);
     }
-    ::close(lfd);
+    for (const int lfd : listeners) {
+        ::close(lfd);
+    }
     return 0;
 }
