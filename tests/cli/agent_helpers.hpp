@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -204,6 +205,25 @@ inline constexpr const char* fake_redis_modes[] = {
     "silent",      "reset",       "close",           "trickle", "garbage",
     "huge-length", "length-2-63", "negative-length", "deep",    "no-cr",
     "big-error",   "wrong-type",  "ok-then-garbage", "random"};
+
+// The sanitizer settings the test runs with, for an agent's environment (the
+// process helper passes PATH only): left to its defaults, a sanitized agent
+// ends a finding with status 1, which is also its "held by another owner".
+inline strings sanitizer_env() {
+    strings env;
+    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+        if (const char* value = std::getenv(name)) {
+            env.push_back(std::string(name) + "=" + value);
+        }
+    }
+    return env;
+}
+
+// Whether a sanitizer reported a finding on this stderr (ASan and LSan say
+// "...Sanitizer", UBSan "runtime error:").
+inline bool sanitizer_report(const std::string& err) {
+    return contains(err, "Sanitizer") || contains(err, "runtime error:");
+}
 
 // What every agent run against hostile nodes must end with.
 inline void check_not_acquired(const strings& args, const run_result& r, const std::string& mode) {
