@@ -1,7 +1,5 @@
-// The agent's shared machinery: its options, its client, messages, the poll
-// loop's turn, what the lock's callback saw, per-node reports and set-up.
-#include <cstdarg>
-#include <cstdio>
+// The agent's shared machinery: its options, its client, the poll loop's
+// turn, what the lock's callback saw, per-node reports and set-up.
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -9,6 +7,7 @@
 
 #include "agent.hpp"
 #include "job.hpp"
+#include "messages.hpp"
 #ifdef EDGELOCK_CLI_TLS
 #include "edgelock/tls_mbedtls.hpp"
 #endif
@@ -32,18 +31,6 @@ tls_mbedtls<2 * (lock_max_nodes + extra_connections)> tls;
 #endif
 
 }  // namespace
-
-void say(int level, const char* fmt, ...) {
-    if (opt.verbosity < level) {
-        return;
-    }
-    std::fputs("edgelock: ", stderr);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    std::fputc('\n', stderr);
-}
 
 std::string text(str_view v) {
     return v.empty() ? std::string() : std::string(v.data, v.size);

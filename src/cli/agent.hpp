@@ -1,6 +1,6 @@
 // What the agent's commands share: the parsed options, the client and its
-// lock's events, messages on stderr, one turn of the poll loop, and the
-// per-node reports. One agent per process, so these are process-wide.
+// lock's events, one turn of the poll loop, and the per-node reports (said
+// with messages.hpp). One agent per process, so these are process-wide.
 #pragma once
 
 #include <initializer_list>
@@ -29,10 +29,6 @@ struct lock_watch {
 };
 
 extern lock_watch watch;
-
-// A message on stderr, "edgelock: ..." and a newline, when the verbosity
-// (0 quiet, 1 normal, 2 verbose) reaches `level`.
-void say(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 std::string text(edgelock::str_view v);
 

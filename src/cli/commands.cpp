@@ -3,6 +3,7 @@
 #include <string>
 
 #include "agent.hpp"
+#include "messages.hpp"
 
 namespace edgelock_cli {
 

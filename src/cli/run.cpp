@@ -12,6 +12,7 @@
 
 #include "agent.hpp"
 #include "job.hpp"
+#include "messages.hpp"
 
 namespace edgelock_cli {
 
