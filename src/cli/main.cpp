@@ -1,11 +1,13 @@
 // edgelock: a flock(1)-style agent for jobs that must not run twice across
-// gateways. One poll loop, no threads: the Redis connections, the child's
-// exit and forwarded signals all arrive as readable fds (signals through a
-// self-pipe written by the handlers).
+// gateways. One poll loop: the Redis connections, the child's exit and
+// forwarded signals all arrive as readable fds (signals through a self-pipe
+// written by the handlers). The only other thread writes the agent's
+// messages (messages.hpp), so that a stuck stderr cannot stop the loop.
 #include <cstdio>
 #include <string>
 
 #include "agent.hpp"
+#include "messages.hpp"
 
 #ifndef EDGELOCK_VERSION_STRING
 #define EDGELOCK_VERSION_STRING "unknown"
@@ -14,20 +16,9 @@
 using namespace edgelock;
 using namespace edgelock_cli;
 
-int main(int argc, char** argv) {
-    std::string error;
-    if (!parse_command_line(argc, argv, opt, error)) {
-        std::fprintf(stderr, "edgelock: %s\n", error.c_str());
-        return exit_usage;
-    }
-    if (opt.cmd == command::help) {
-        std::fputs(usage_text(), stdout);
-        return exit_ok;
-    }
-    if (opt.cmd == command::version) {
-        std::printf("edgelock %s\n", EDGELOCK_VERSION_STRING);
-        return exit_ok;
-    }
+namespace {
+
+int run_agent() {
     client_lock l;
     const int s = setup(l);
     if (s != exit_ok) {
@@ -55,5 +46,27 @@ int main(int argc, char** argv) {
     }
     l.detach();
     driver.disconnect();
+    return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string error;
+    if (!parse_command_line(argc, argv, opt, error)) {
+        std::fprintf(stderr, "edgelock: %s\n", error.c_str());
+        return exit_usage;
+    }
+    if (opt.cmd == command::help) {
+        std::fputs(usage_text(), stdout);
+        return exit_ok;
+    }
+    if (opt.cmd == command::version) {
+        std::printf("edgelock %s\n", EDGELOCK_VERSION_STRING);
+        return exit_ok;
+    }
+    start_messages(opt.verbosity);
+    const int status = run_agent();
+    finish_messages();
     return status;
 }
