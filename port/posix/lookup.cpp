@@ -165,11 +165,7 @@ void collect(const addrinfo* list, addresses& out) {
 // network), then the name. Returns ok, no_address or resolve_failed (code:
 // the EAI_* value).
 net_status resolve(const char* host, bool numeric_only, addresses& out, int& code) {
-    addrinfo hints;
-    std::memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST;
+    addrinfo hints = stream_hints(AI_NUMERICHOST);
     addrinfo* list = nullptr;
     int rc = ::getaddrinfo(host, nullptr, &hints, &list);
     if (rc == EAI_NONAME && !numeric_only) {

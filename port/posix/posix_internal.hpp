@@ -1,6 +1,9 @@
 // What the POSIX port's files share. Internal: not installed.
 #pragma once
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <cstring>
 
@@ -18,6 +21,16 @@ inline net_result make_result(net_status status, int code = 0) noexcept {
     r.status = status;
     r.code = code;
     return r;
+}
+
+// getaddrinfo() hints for stream sockets of either family, with `flags`.
+inline addrinfo stream_hints(int flags) noexcept {
+    addrinfo hints;
+    std::memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = flags;
+    return hints;
 }
 
 inline bool contains_nul(str_view s) noexcept {

@@ -201,11 +201,7 @@ net_result connect_unix(str_view path, int& fd) noexcept {
 // A numeric form inet_pton() does not take (a scoped IPv6 address, "127.1"),
 // read without the network; false when the host is not numeric.
 bool numeric_address(const char* host, socket_address& out, socklen_t& out_size) noexcept {
-    addrinfo hints;
-    std::memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST;
+    const addrinfo hints = stream_hints(AI_NUMERICHOST);
     addrinfo* list = nullptr;
     if (::getaddrinfo(host, nullptr, &hints, &list) != 0) {
         return false;

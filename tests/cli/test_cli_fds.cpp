@@ -31,13 +31,6 @@
 #include "edgelock/lock.hpp"
 #include "tools/clock.hpp"
 
-#ifndef EDGELOCK_CLI_PATH
-#error "build with -DEDGELOCK_CLI_PATH=\"/path/to/edgelock\""
-#endif
-#ifndef EDGELOCK_FAKE_REDIS_PATH
-#error "build with -DEDGELOCK_FAKE_REDIS_PATH=\"/path/to/fake_redis\""
-#endif
-
 using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
 
 namespace {

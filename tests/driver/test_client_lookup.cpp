@@ -13,6 +13,7 @@
 #include "edgelock/client.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/net.hpp"
+#include "tools/url.hpp"
 
 using edgelock::client_errc;
 using edgelock::duration;
@@ -25,20 +26,12 @@ using edgelock_test::event_log;
 
 namespace {
 
-// URLs as given (views into them are kept by the client: declare before it).
-struct url_list {
-    std::vector<std::string> text;
-    std::vector<edgelock::str_view> views;
+using edgelock_test::url_list;
 
-    explicit url_list(std::vector<std::string> urls) : text(std::move(urls)) {
-        for (const std::string& u : text) {
-            views.emplace_back(u.data(), u.size());
-        }
-    }
-    void configure(edgelock::client_base& c, const edgelock::client_options& o = {}) const {
-        REQUIRE(c.configure(views.data(), views.size(), o) == client_errc::ok);
-    }
-};
+void configure(edgelock::client_base& c, const url_list& urls,
+               const edgelock::client_options& o = {}) {
+    REQUIRE(c.configure(urls.data(), urls.size(), o) == client_errc::ok);
+}
 
 std::size_t lookups_of(const sim::net& n, const std::string& host) {
     std::size_t count = 0;
@@ -70,7 +63,7 @@ TEST_CASE("a name server that never answers delays no other node's renewal", "[c
     edgelock::client<3> c;
     edgelock::client_options co;
     co.connect_timeout = duration::millis(200);
-    urls.configure(c, co);
+    configure(c, urls, co);
     sim::event_loop loop(n);
     loop.add(c);
     event_log log;
@@ -119,7 +112,7 @@ TEST_CASE("a node whose name never resolves gives up by its connect_timeout", "[
     edgelock::client<1> c;
     edgelock::client_options co;
     co.connect_timeout = duration::millis(100);
-    urls.configure(c, co);
+    configure(c, urls, co);
     edgelock::client_lock l;
     REQUIRE(l.attach(c, "jobs", edgelock_test::fast_lock_options()) == client_errc::ok);
 
@@ -150,7 +143,7 @@ TEST_CASE("a slow name server: the next attempt waits for the same answer", "[cl
     edgelock::client_options co;
     co.connect_timeout = duration::millis(100);
     co.reconnect_min = co.reconnect_max = duration::millis(20);
-    urls.configure(c, co);
+    configure(c, urls, co);
     edgelock::client_lock l;
     REQUIRE(l.attach(c, "jobs", edgelock_test::fast_lock_options()) == client_errc::ok);
 
@@ -169,7 +162,7 @@ TEST_CASE("names are looked up on every connect, and each address is tried in tu
     n.name("primary.example").latency_us = 3000;
     n.name("primary.example").addresses = {n.host(0)};
     edgelock::client<1> c;
-    urls.configure(c);
+    configure(c, urls);
     edgelock::client_lock l;
     REQUIRE(l.attach(c, "jobs", edgelock_test::fast_lock_options()) == client_errc::ok);
     REQUIRE(c.connect(n.now() + duration::seconds(1)) == 1);
@@ -196,7 +189,7 @@ TEST_CASE("a name that does not resolve fails the node at once, with its reason"
     // "gone.example" has no record: the name service says there is no such name.
     const url_list urls({n.url(0), "redis://gone.example:7002"});
     edgelock::client<2> c;
-    urls.configure(c);
+    configure(c, urls);
     const instant start = n.now();
     CHECK(c.connect(start + duration::seconds(1)) == 1);
     CHECK(n.now() - start < duration::millis(100));
@@ -207,7 +200,7 @@ TEST_CASE("a name that does not resolve fails the node at once, with its reason"
         n.name("empty.example");  // a record with no address
         const url_list empty({"redis://empty.example:7001"});
         edgelock::client<1> e;
-        empty.configure(e);
+        configure(e, empty);
         CHECK(e.connect(n.now() + duration::seconds(1)) == 0);
         CHECK(e.node(0).error == node_error::resolve_failed);
     }
@@ -221,7 +214,7 @@ TEST_CASE("wanted() writes no more entries than it is given, and fd_capacity() h
     SECTION("sockets") {
         const url_list urls({n.url(0), n.url(1), n.url(2)});
         edgelock::client<3> c;
-        urls.configure(c, co);
+        configure(c, urls, co);
         REQUIRE(c.connect(n.now() + duration::seconds(1)) == 3);
         edgelock::port::wait_entry e[edgelock::client<3>::max_fds + 1];
         for (auto& entry : e) {
@@ -242,7 +235,7 @@ TEST_CASE("wanted() writes no more entries than it is given, and fd_capacity() h
         n.name("b.example").answers = false;
         const url_list urls({"redis://a.example:7001", "redis://b.example:7002", n.url(2)});
         edgelock::client<3> c;
-        urls.configure(c, co);
+        configure(c, urls, co);
         c.connect(n.now() + duration::millis(10));
         CHECK(c.node(0).state == node_state::resolving);
         edgelock::port::wait_entry e[edgelock::client<3>::max_fds];

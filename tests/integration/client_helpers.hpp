@@ -25,24 +25,6 @@ inline double ms_since(edgelock::instant t) {
 
 // What an operation ended with, for INFO.
 
-// The URLs a client is configured with. The client keeps views into them:
-// declare the list before the client so it outlives it. Not copyable.
-struct url_list {
-    std::vector<std::string> text;
-    std::vector<edgelock::str_view> views;
-
-    explicit url_list(std::vector<std::string> urls) : text(std::move(urls)) {
-        for (const std::string& u : text) {
-            views.emplace_back(u.data(), u.size());
-        }
-    }
-    url_list(const url_list&) = delete;
-    url_list& operator=(const url_list&) = delete;
-
-    const edgelock::str_view* data() const { return views.data(); }
-    std::size_t size() const { return views.size(); }
-};
-
 inline void configure(edgelock::client_base& c, const url_list& urls,
                       const edgelock::client_options& o = {}) {
     REQUIRE(c.configure(urls.data(), urls.size(), o) == edgelock::client_errc::ok);

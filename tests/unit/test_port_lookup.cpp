@@ -68,7 +68,8 @@ TEST_CASE("port lookup: a numeric host is done at once, with no thread and no fd
     }
 }
 
-TEST_CASE("port lookup: a name is looked up off the caller's thread, and its fd says when", "[port]") {
+TEST_CASE("port lookup: a name is looked up off the caller's thread, and its fd says when",
+          "[port]") {
     edgelock_test::loopback_listener listener(AF_INET);
     REQUIRE(listener.fd() >= 0);
     int id = -1;
