@@ -3,6 +3,10 @@
 // forwarded signals all arrive as readable fds (signals through a self-pipe
 // written by the handlers). The only other thread writes the agent's
 // messages (messages.hpp), so that a stuck stderr cannot stop the loop.
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
@@ -17,6 +21,20 @@ using namespace edgelock;
 using namespace edgelock_cli;
 
 namespace {
+
+// A standard fd started closed is opened on /dev/null: otherwise the first
+// socket the agent makes would take its number, and the agent's messages
+// (fd 2) would go down a Redis connection, or a job's output.
+void fill_standard_fds() {
+    for (int fd = 0; fd <= 2; ++fd) {
+        if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            const int null = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+            if (null >= 0 && null != fd) {
+                ::close(null);  // not the lowest free number: leave it be
+            }
+        }
+    }
+}
 
 int run_agent() {
     client_lock l;
@@ -52,6 +70,7 @@ int run_agent() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    fill_standard_fds();
     std::string error;
     if (!parse_command_line(argc, argv, opt, error)) {
         std::fprintf(stderr, "edgelock: %s\n", error.c_str());

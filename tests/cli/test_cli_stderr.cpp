@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 
 #include "cli/agent_helpers.hpp"
@@ -42,6 +43,13 @@ struct dropped_notes {
     unsigned long total = 0;
     std::size_t notes = 0;
 };
+
+// A field of the server's INFO stats; -1 when missing.
+long long stat_of(redis_client& admin, const std::string& field) {
+    const std::string text = admin.command({"INFO", "stats"}).text;
+    const std::size_t at = text.find(field + ":");
+    return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + field.size() + 1);
+}
 
 dropped_notes dropped_in(const std::string& err) {
     static const std::string head = "edgelock: ";
@@ -136,4 +144,27 @@ TEST_CASE("cli stderr: a stalled stderr pipe stops neither the renewals nor the 
     const double lines = static_cast<double>(renewed + dropped.total);
     CHECK(lines >= r.seconds / renew_s / 10);
     CHECK(lines <= r.seconds / renew_s + 5);
+}
+
+TEST_CASE("cli: an agent started with its stderr closed says nothing down a Redis connection",
+          "[cli]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    // fd 2 closed: the first socket the agent makes would take that number.
+    const edgelock_test::strings args{"run",           "-v",    "-t",    "2s",
+                                      "--renew-every", "200ms", "-N",    redis_url(srv),
+                                      "stderr-closed", "--",    "sleep", "1"};
+    edgelock_test::strings argv{"sh", "-c", "exec 2>&-; exec \"$@\"", "sh"};
+    const edgelock_test::strings agent = edgelock_test::agent_argv(args);
+    argv.insert(argv.end(), agent.begin(), agent.end());
+    const long long connections = stat_of(admin, "total_connections_received");
+    edgelock_test::process p(argv, {});
+    const run_result r = p.finish(20.0);
+    INFO(edgelock_test::show(args, r));
+    CHECK(r.status == 0);
+    CHECK(admin.command({"EXISTS", edgelock_test::key_of("stderr-closed")}).integer == 0);
+    // No line of the agent's reached the server as a command (it would have
+    // answered an error, and the agent made its connection anew).
+    CHECK(stat_of(admin, "total_error_replies") == 0);
+    CHECK(stat_of(admin, "total_connections_received") == connections + 1);
 }
