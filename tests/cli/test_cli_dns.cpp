@@ -95,3 +95,29 @@ TEST_CASE("cli dns: a single node whose name never resolves gives up by its dead
     CHECK(contains(r.err, "host name did not resolve in time"));
     CHECK(r.seconds < 3.0);
 }
+
+TEST_CASE("cli dns: signals reach the job while a node's name never resolves", "[cli][asan]") {
+    const stuck_dns dns(5);
+    if (!dns.ok()) {
+        skip(("no stuck name server here: " + dns.why()).c_str());
+        return;
+    }
+    redis_server a;
+    redis_server b;
+    temp_dir dir;
+    const std::string started = dir / "started";
+    const std::string nodes = redis_url(a) + "," + redis_url(b) + ",redis://" + stuck_name + ":" +
+                              std::to_string(free_port());
+    const strings args{"run",        "-t", "2s", "-N", nodes,
+                       "dns-signal", "--", "sh", "-c", "touch " + started + "; exec sleep 30"};
+    process p(dns.wrap(agent_argv(args)), {});
+    REQUIRE(wait_for([&] { return file_exists(started); }, 10.0));
+    sleep_ms(1500);  // renewals and reconnects of the third node under way
+    // The agent is the process unshare and sh exec'd into: the same pid.
+    const double sent = mono_s();
+    p.signal(SIGTERM);
+    const run_result r = p.finish(30.0);
+    INFO(show(args, r));
+    CHECK(r.status == 128 + SIGTERM);  // the job's: it got the signal
+    CHECK(mono_s() - sent < 1.5);
+}
