@@ -227,6 +227,8 @@ private:
         int fd = -1;  // -1 once released, or for a lookup done at once
     };
 
+    // What the POSIX port takes without a lookup: digits and dots, or a ':'.
+    static bool numeric_host(edgelock::str_view host);
     // The lowest fd number neither a connection nor a lookup holds.
     int take_fd();
     const lookup* lookup_of(int id) const;

@@ -24,8 +24,9 @@ net_result result(net_status s, std::size_t size = 0) {
     return r;
 }
 
-// What the POSIX port takes without a lookup: digits and dots, or a ':'.
-bool numeric(str_view host) {
+}  // namespace
+
+bool net::numeric_host(str_view host) {
     bool colon = false;
     bool digits_and_dots = true;
     for (char c : host) {
@@ -34,8 +35,6 @@ bool numeric(str_view host) {
     }
     return colon || digits_and_dots;
 }
-
-}  // namespace
 
 std::string net::host(int i) const {
     return nodes_.at(static_cast<std::size_t>(i))->host;
@@ -103,7 +102,7 @@ net_result net::lookup_start(str_view host_name, int& id) {
     lookup& l = lookups_.back();
     l.host.assign(host_name.data, host_name.size);
     id = static_cast<int>(index);
-    if (numeric(host_name)) {
+    if (numeric_host(host_name)) {
         l.done = true;
         l.status = net_status::ok;
         l.addresses.push_back(l.host);

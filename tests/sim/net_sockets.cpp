@@ -49,8 +49,7 @@ net::connection* net::by_fd(int fd) {
 
 net_result net::connect(const edgelock::port::endpoint& where, int& fd) {
     fd = -1;
-    if (where.unix_path.empty() && !where.host.empty() &&
-        (where.host[0] < '0' || where.host[0] > '9')) {
+    if (where.unix_path.empty() && !numeric_host(where.host)) {
         return result(net_status::bad_argument);  // a name: the port takes addresses only
     }
     int index = -1;
