@@ -12,9 +12,9 @@
 // one is answered MOVED to the next (moved_chain.hpp).
 //
 // Commands are split from the input as RESP arrays of bulk strings, or as
-// inline lines when the input is not that; each counts as one command. Many
-// clients may be connected at once (one poll() loop); a client that goes away
-// is dropped, never a reason to stop.
+// inline lines when the input is not that (resp_text.hpp); each counts as one
+// command. Many clients may be connected at once (one poll() loop); a client
+// that goes away is dropped, never a reason to stop.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -35,6 +35,7 @@
 
 #include "tools/clock.hpp"
 #include "tools/moved_chain.hpp"
+#include "tools/resp_text.hpp"
 
 namespace {
 
@@ -129,66 +130,6 @@ struct connection {
     double next_trickle = 0;  // trickle: when the next byte may go
     std::mt19937 rng;         // random: this connection's own stream
 };
-
-// Takes the whole command at `pos` in `in`, if there is one: its arguments
-// into `args`, `pos` moved past it. A RESP array of bulk strings is one
-// command (an element that is not a bulk string is skipped); anything else
-// is taken a line at a time, split at spaces (inline commands, and whatever
-// a client sends that is neither).
-bool take_command(const std::string& in, std::size_t& pos, std::vector<std::string>& args) {
-    args.clear();
-    if (pos >= in.size()) {
-        return false;
-    }
-    if (in[pos] != '*') {
-        const std::size_t nl = in.find('\n', pos);
-        if (nl == std::string::npos) {
-            return false;
-        }
-        std::size_t end = nl;
-        if (end > pos && in[end - 1] == '\r') {
-            --end;
-        }
-        // Within the line: a search to the buffer's end for each line would
-        // make a flood of short lines quadratic.
-        for (auto p = in.begin() + static_cast<std::ptrdiff_t>(pos),
-                  e = in.begin() + static_cast<std::ptrdiff_t>(end);
-             p < e;) {
-            const auto space = std::find(p, e, ' ');
-            if (space > p) {
-                args.emplace_back(p, space);
-            }
-            p = space == e ? e : space + 1;
-        }
-        pos = nl + 1;
-        return true;
-    }
-    const std::size_t eol = in.find("\r\n", pos);
-    if (eol == std::string::npos) {
-        return false;
-    }
-    const long count = std::strtol(in.c_str() + pos + 1, nullptr, 10);
-    std::size_t p = eol + 2;
-    for (long i = 0; i < count; ++i) {
-        const std::size_t e = in.find("\r\n", p);
-        if (e == std::string::npos) {
-            return false;
-        }
-        if (in[p] != '$') {
-            p = e + 2;  // not a bulk string: skip the line
-            continue;
-        }
-        const long len = std::strtol(in.c_str() + p + 1, nullptr, 10);
-        const std::size_t size = static_cast<std::size_t>(len < 0 ? 0 : len);
-        if (e + 2 + size + 2 > in.size()) {
-            return false;
-        }
-        args.push_back(in.substr(e + 2, size));
-        p = e + 2 + size + 2;
-    }
-    pos = p;
-    return true;
-}
 
 std::string random_bytes(std::mt19937& rng, std::size_t n) {
     std::string s(n, '\0');
@@ -303,7 +244,7 @@ bool on_readable(mode m, connection& c, std::mt19937& rng) {
     }
     std::size_t pos = 0;
     std::vector<std::string> args;
-    while (take_command(c.in, pos, args)) {
+    while (edgelock_test::resp_text::take_command(c.in, pos, args)) {
         const std::string r = reply_for(m, c, args, rng);
         ++c.commands;
         if (c.out.size() - c.out_off + r.size() <= max_pending) {

@@ -15,11 +15,12 @@
 //   const std::string r = edgelock_test::moved_chain::reply(args, next_port, client_id);
 #pragma once
 
-#include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "tools/resp_text.hpp"
 
 namespace edgelock_test {
 namespace moved_chain {
@@ -32,16 +33,8 @@ constexpr const char* info_text =
     "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
     "# Memory\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n";
 
-inline std::string upper(std::string s) {
-    for (char& ch : s) {
-        ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    }
-    return s;
-}
-
-inline std::string bulk(const std::string& s) {
-    return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
-}
+using resp_text::bulk;
+using resp_text::upper;
 
 // The Redis Cluster hash slot of a key: CRC16 (XMODEM) of its hash tag, the
 // bytes between the first '{' and the first '}' after it when there are
