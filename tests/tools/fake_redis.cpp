@@ -4,12 +4,15 @@
 //
 //   fake_redis MODE [--seconds N]
 //   fake_redis moved-chain [--ports K] [--seconds N]
+//   fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT
+//              --switch-after MS] [--seconds N]
 //
 // Modes: silent, reset, close, trickle, garbage, huge-length, length-2-63,
 // negative-length, deep, no-cr, big-error, wrong-type, ok-then-garbage, random
 // (see usage()), and moved-chain: K free loopback ports (default 10), printed
 // on one line in ring order, separated by spaces, where a key's request on
-// one is answered MOVED to the next (moved_chain.hpp).
+// one is answered MOVED to the next (moved_chain.hpp); sentinel: a Redis
+// Sentinel naming one master, which it may announce moved (fake_sentinel.hpp).
 //
 // Commands are split from the input as RESP arrays of bulk strings, or as
 // inline lines when the input is not that (resp_text.hpp); each counts as one
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include "tools/clock.hpp"
+#include "tools/fake_sentinel.hpp"
 #include "tools/moved_chain.hpp"
 #include "tools/resp_text.hpp"
 
@@ -55,6 +59,7 @@ enum class mode {
     ok_then_garbage,
     random,
     moved_chain,
+    sentinel,
 };
 
 struct mode_name {
@@ -78,6 +83,7 @@ const mode_name modes[] = {
     {"ok-then-garbage", mode::ok_then_garbage},
     {"random", mode::random},
     {"moved-chain", mode::moved_chain},
+    {"sentinel", mode::sentinel},
 };
 
 // Set-up commands ok-then-garbage answers properly before turning hostile.
@@ -92,10 +98,15 @@ constexpr int max_chain_ports = 64;
 // random: bytes queued per connection at a time, refilled as they go out.
 constexpr std::size_t random_chunk = 4096;
 
+// sentinel: its settings from the command line, and the switch's time.
+edgelock_test::fake_sentinel::server sentinel;
+
 void usage() {
     std::fprintf(stderr,
                  "usage: fake_redis MODE [--seconds N]\n"
                  "       fake_redis moved-chain [--ports K] [--seconds N]\n"
+                 "       fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT\n"
+                 "                  --switch-after MS] [--seconds N]\n"
                  "  silent           read everything, never answer\n"
                  "  reset            close with a TCP RST on the first bytes received\n"
                  "  close            close every connection as soon as it is accepted\n"
@@ -114,7 +125,9 @@ void usage() {
                  "  moved-chain      K ports (default %d, at most %d), printed on one line;\n"
                  "                   set-up answered as a Redis 7 without HELLO (RESP2),\n"
                  "                   subscriptions made; anything else on port i MOVED to\n"
-                 "                   port i+1, the last to the first\n",
+                 "                   port i+1, the last to the first\n"
+                 "  sentinel         a sentinel whose master is HOST:PORT, until MS after it\n"
+                 "                   started: then +switch-master to the new one\n",
                  ok_commands, chain_ports, max_chain_ports);
 }
 
@@ -126,6 +139,7 @@ struct connection {
     int commands = 0;
     std::uint16_t next_port = 0;  // moved-chain: where its port's MOVED points
     std::int64_t id = 0;          // moved-chain: its CLIENT ID
+    edgelock_test::fake_sentinel::session sentinel;
     bool answered_deep = false;
     double next_trickle = 0;  // trickle: when the next byte may go
     std::mt19937 rng;         // random: this connection's own stream
@@ -175,6 +189,8 @@ std::string reply_for(mode m, connection& c, const std::vector<std::string>& arg
         return c.commands < ok_commands ? std::string("+OK\r\n") : random_bytes(rng, 64);
     case mode::moved_chain:
         return edgelock_test::moved_chain::reply(args, c.next_port, c.id);
+    case mode::sentinel:
+        return sentinel.reply(args, c.sentinel, edgelock_test::mono_s());
     case mode::silent:
     case mode::reset:
     case mode::close:
@@ -298,11 +314,15 @@ int main(int argc, char** argv) {
                           parse_number(argv[i + 1], 0.001, 1e6, seconds)) ||
                          (std::strcmp(argv[i], "--ports") == 0 && chosen->m == mode::moved_chain &&
                           !ports_given && parse_number(argv[i + 1], 1, max_chain_ports, ports) &&
-                          ports == static_cast<double>(static_cast<int>(ports))));
+                          ports == static_cast<double>(static_cast<int>(ports))) ||
+                         (chosen->m == mode::sentinel && sentinel.option(argv[i], argv[i + 1])));
         ports_given = ports_given || std::strcmp(argv[i], "--ports") == 0;
         if (!ok) {
             chosen = nullptr;
         }
+    }
+    if (chosen != nullptr && chosen->m == mode::sentinel && !sentinel.ready()) {
+        chosen = nullptr;
     }
     if (chosen == nullptr) {
         usage();
@@ -335,6 +355,7 @@ int main(int argc, char** argv) {
     std::uint32_t accepted = 0;
     const std::size_t lcount = listeners.size();
     const double deadline = edgelock_test::mono_s() + seconds;
+    sentinel.start(edgelock_test::mono_s());
     for (;;) {
         const double now = edgelock_test::mono_s();
         if (now >= deadline) {
@@ -352,6 +373,12 @@ int main(int argc, char** argv) {
                     c.out_off = 0;
                 }
             }
+        }
+        if (m == mode::sentinel) {
+            for (connection& c : conns) {
+                c.out += sentinel.announce(c.sentinel, now);
+            }
+            wake = std::min(wake, sentinel.next_due(now));
         }
         for (const connection& c : conns) {
             short ev = POLLIN;

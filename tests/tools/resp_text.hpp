@@ -1,7 +1,8 @@
-// The RESP that fake_redis (fake_redis.cpp) and its modes (moved_chain.hpp)
-// read and write: commands taken from a connection's input, their names
-// compared, replies written. Written out by hand rather than taken from the
-// library, so that a client and a fake that share a mistake cannot agree.
+// The RESP that fake_redis (fake_redis.cpp) and its modes (moved_chain.hpp,
+// fake_sentinel.hpp) read and write: commands taken from a connection's
+// input, their names compared, replies written. Written out by hand rather
+// than taken from the library, so that a client and a fake that share a
+// mistake cannot agree.
 //
 //   std::size_t pos = 0;
 //   while (resp_text::take_command(in, pos, args)) {
