@@ -3,7 +3,7 @@
 // command it reads the way MODE says, for --seconds N (default 30), then exits.
 //
 //   fake_redis MODE [--seconds N]
-//   fake_redis moved-chain [--ports K] [--seconds N]
+//   fake_redis moved-chain [--ports K] [--moved-host NAME] [--seconds N]
 //   fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT
 //              --switch-after MS] [--seconds N]
 //
@@ -98,13 +98,15 @@ constexpr int max_chain_ports = 64;
 // random: bytes queued per connection at a time, refilled as they go out.
 constexpr std::size_t random_chunk = 4096;
 
-// sentinel: its settings from the command line, and the switch's time.
+// moved-chain: the host its MOVED answers name. sentinel: its settings from
+// the command line, and the switch's time.
+std::string moved_host = "127.0.0.1";
 edgelock_test::fake_sentinel::server sentinel;
 
 void usage() {
     std::fprintf(stderr,
                  "usage: fake_redis MODE [--seconds N]\n"
-                 "       fake_redis moved-chain [--ports K] [--seconds N]\n"
+                 "       fake_redis moved-chain [--ports K] [--moved-host NAME] [--seconds N]\n"
                  "       fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT\n"
                  "                  --switch-after MS] [--seconds N]\n"
                  "  silent           read everything, never answer\n"
@@ -125,7 +127,7 @@ void usage() {
                  "  moved-chain      K ports (default %d, at most %d), printed on one line;\n"
                  "                   set-up answered as a Redis 7 without HELLO (RESP2),\n"
                  "                   subscriptions made; anything else on port i MOVED to\n"
-                 "                   port i+1, the last to the first\n"
+                 "                   port i+1 (at NAME, default 127.0.0.1), the last to the first\n"
                  "  sentinel         a sentinel whose master is HOST:PORT, until MS after it\n"
                  "                   started: then +switch-master to the new one\n",
                  ok_commands, chain_ports, max_chain_ports);
@@ -188,7 +190,7 @@ std::string reply_for(mode m, connection& c, const std::vector<std::string>& arg
     case mode::ok_then_garbage:
         return c.commands < ok_commands ? std::string("+OK\r\n") : random_bytes(rng, 64);
     case mode::moved_chain:
-        return edgelock_test::moved_chain::reply(args, c.next_port, c.id);
+        return edgelock_test::moved_chain::reply(args, moved_host, c.next_port, c.id);
     case mode::sentinel:
         return sentinel.reply(args, c.sentinel, edgelock_test::mono_s());
     case mode::silent:
@@ -296,6 +298,12 @@ bool parse_number(const char* s, double min, double max, double& out) {
     return end != s && *end == '\0' && out >= min && out <= max;
 }
 
+// A host to name in a reply: not empty, and no byte that would end its line.
+bool parse_host(const char* s, std::string& out) {
+    out = s;
+    return !out.empty() && out.find_first_of(" \r\n") == std::string::npos;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -315,6 +323,8 @@ int main(int argc, char** argv) {
                          (std::strcmp(argv[i], "--ports") == 0 && chosen->m == mode::moved_chain &&
                           !ports_given && parse_number(argv[i + 1], 1, max_chain_ports, ports) &&
                           ports == static_cast<double>(static_cast<int>(ports))) ||
+                         (std::strcmp(argv[i], "--moved-host") == 0 &&
+                          chosen->m == mode::moved_chain && parse_host(argv[i + 1], moved_host)) ||
                          (chosen->m == mode::sentinel && sentinel.option(argv[i], argv[i + 1])));
         ports_given = ports_given || std::strcmp(argv[i], "--ports") == 0;
         if (!ok) {

@@ -12,7 +12,12 @@
 // the ring: the node's own connection and its subscription, and each extra
 // Cluster connection and its subscription.
 //
-//   const std::string r = edgelock_test::moved_chain::reply(args, next_port, client_id);
+// A redirection names the host the caller gives: 127.0.0.1, or a host name,
+// as a Cluster with cluster-preferred-endpoint-type hostname names its
+// masters. Every port listens on the loopback address whatever the name.
+//
+//   const std::string r =
+//       edgelock_test::moved_chain::reply(args, "127.0.0.1", next_port, client_id);
 #pragma once
 
 #include <cstddef>
@@ -76,9 +81,10 @@ inline std::uint16_t command_slot(const std::vector<std::string>& args) {
 
 // The reply to one command (its arguments) on a connection to a port of the
 // ring: set-up and subscription as a RESP2-only server would answer them;
-// anything else MOVED to `next_port`. `client_id` answers CLIENT ID.
-inline std::string reply(const std::vector<std::string>& args, std::uint16_t next_port,
-                         std::int64_t client_id) {
+// anything else MOVED to `next_host`:`next_port`. `client_id` answers
+// CLIENT ID.
+inline std::string reply(const std::vector<std::string>& args, const std::string& next_host,
+                         std::uint16_t next_port, std::int64_t client_id) {
     const std::string name = args.empty() ? std::string() : upper(args[0]);
     const std::string sub = args.size() > 1 ? upper(args[1]) : std::string();
     if (name == "HELLO") {
@@ -105,8 +111,8 @@ inline std::string reply(const std::vector<std::string>& args, std::uint16_t nex
         }
         return r;
     }
-    return "-MOVED " + std::to_string(command_slot(args)) +
-           " 127.0.0.1:" + std::to_string(next_port) + "\r\n";
+    return "-MOVED " + std::to_string(command_slot(args)) + " " + next_host + ":" +
+           std::to_string(next_port) + "\r\n";
 }
 
 }  // namespace moved_chain
