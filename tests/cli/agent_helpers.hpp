@@ -142,17 +142,19 @@ inline long long positive(const std::string& s) {
     return v > 0 ? v : -1;
 }
 
-// A fake_redis (tests/tools/fake_redis.cpp) answering badly in `mode` for up
-// to `seconds`, started and its port read. The process helper kills it at the
-// end of the test.
+// A fake_redis (tests/tools/fake_redis.cpp) answering in `mode`, with the
+// mode's `options`, for up to `seconds`, started and its one port read. The
+// process helper kills it at the end of the test.
 struct fake_redis {
     std::string mode;
     std::unique_ptr<process> server;
     std::string port;
 
-    explicit fake_redis(const std::string& m, int seconds = 90) : mode(m) {
-        server = std::make_unique<process>(
-            strings{EDGELOCK_FAKE_REDIS_PATH, m, "--seconds", std::to_string(seconds)}, strings{});
+    explicit fake_redis(const std::string& m, int seconds = 90, const strings& options = {})
+        : mode(m) {
+        strings argv{EDGELOCK_FAKE_REDIS_PATH, m, "--seconds", std::to_string(seconds)};
+        argv.insert(argv.end(), options.begin(), options.end());
+        server = std::make_unique<process>(argv, strings{});
         port = server->read_line(5.0);
         INFO("fake_redis " << m);
         REQUIRE(positive(port) > 0);
@@ -199,8 +201,9 @@ inline long long lock_pttl(redis_client& c, const std::string& name) {
 // A well-formed token that no lock holds.
 constexpr const char* valid_token = "00112233445566778899aabbccddeeff";
 
-// Every fake_redis mode (tests/tools/fake_redis.cpp) that serves one port;
-// moved-chain, a ring of ports, has a test of its own (test_cli_fds.cpp).
+// Every hostile fake_redis mode (tests/tools/fake_redis.cpp) that serves one
+// port; moved-chain, a ring of ports, has a test of its own (test_cli_fds.cpp),
+// and sentinel, which answers well, serves test_cli_dns_servers.cpp.
 inline constexpr const char* fake_redis_modes[] = {
     "silent",      "reset",       "close",           "trickle", "garbage",
     "huge-length", "length-2-63", "negative-length", "deep",    "no-cr",
