@@ -188,12 +188,83 @@ bool job::in_foreground() const {
     return tty_ >= 0 && ::tcgetpgrp(tty_) == ::getpgrp();
 }
 
+namespace {
+
+// The command's environment: the agent's, with the changes applied.
+std::vector<std::string> environment_with(const std::vector<env_change>& changes) {
+    std::vector<std::string> out;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+        const std::string entry(*e);
+        const std::string name = entry.substr(0, entry.find('='));
+        bool changed = false;
+        for (const env_change& c : changes) {
+            changed = changed || c.name == name;
+        }
+        if (!changed) {
+            out.push_back(entry);
+        }
+    }
+    for (const env_change& c : changes) {
+        if (!c.remove) {
+            out.push_back(c.name + "=" + c.value);
+        }
+    }
+    return out;
+}
+
+std::vector<char*> pointers_to(std::vector<std::string>& strings) {
+    std::vector<char*> out;
+    for (std::string& s : strings) {
+        out.push_back(&s[0]);
+    }
+    out.push_back(nullptr);
+    return out;
+}
+
+// What the child says when the exec fails, written before the fork: between
+// fork and exec the child of a process with threads (the agent's messages,
+// its host name lookups) may call only async-signal-safe functions, which
+// strerror() and stdio are not.
+class exec_failure {
+public:
+    explicit exec_failure(const std::string& command) {
+        const std::string head = "edgelock: cannot run '" + command + "': ";
+        for (std::size_t i = 0; i < sizeof codes_ / sizeof codes_[0]; ++i) {
+            texts_[i] = head + std::strerror(codes_[i]) + "\n";
+        }
+        other_ = head + "exec failed\n";
+    }
+    // In the child: says why, and ends it as a shell would (127: not found).
+    [[noreturn]] void report(int err) const {
+        const std::string* text = &other_;
+        for (std::size_t i = 0; i < sizeof codes_ / sizeof codes_[0]; ++i) {
+            text = codes_[i] == err ? &texts_[i] : text;
+        }
+        const ssize_t w = ::write(STDERR_FILENO, text->data(), text->size());
+        (void)w;
+        ::_exit(err == ENOENT ? 127 : 126);
+    }
+
+private:
+    static constexpr int codes_[] = {ENOENT, EACCES, ENOEXEC, ENOTDIR, E2BIG,
+                                     ENOMEM, ELOOP,  ETXTBSY, EPERM,   ENAMETOOLONG};
+    std::string texts_[sizeof codes_ / sizeof codes_[0]];
+    std::string other_;
+};
+
+}  // namespace
+
 bool job::start(std::vector<std::string>& argv, const std::vector<env_change>& env) {
     const pid_t agent = ::getpid();
     // The controlling terminal itself, not fd 0: stdin may be a file while
     // the command still reads /dev/tty (a password prompt).
     tty_ = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
     const bool terminal = in_foreground();
+    // Everything the child needs, made here (see exec_failure).
+    std::vector<std::string> environment = environment_with(env);
+    std::vector<char*> envp = pointers_to(environment);
+    const std::vector<char*> args = pointers_to(argv);
+    const exec_failure failed(argv.empty() ? std::string() : argv[0]);
     const pid_t pid = ::fork();
     if (pid < 0) {
         return false;
@@ -212,22 +283,10 @@ bool job::start(std::vector<std::string>& argv, const std::vector<env_change>& e
         (void)agent;
 #endif
         restore_dispositions();
-        for (const env_change& e : env) {
-            if (e.remove) {
-                ::unsetenv(e.name.c_str());
-            } else {
-                ::setenv(e.name.c_str(), e.value.c_str(), 1);
-            }
-        }
-        std::vector<char*> args;
-        for (std::string& a : argv) {
-            args.push_back(&a[0]);
-        }
-        args.push_back(nullptr);
+        // execvp() looks the command up in the PATH of this environment.
+        environ = envp.data();
         ::execvp(args[0], args.data());
-        const int err = errno;
-        std::fprintf(stderr, "edgelock: cannot run '%s': %s\n", args[0], std::strerror(err));
-        ::_exit(err == ENOENT ? 127 : 126);
+        failed.report(errno);
     }
     // Also here, so that no signal of ours can reach a group not yet made.
     ::setpgid(pid, pid);

@@ -277,7 +277,17 @@ TEST_CASE("cli: run of a command that cannot be started is 127, lock released", 
     const run_result r = agent(args);
     INFO(show(args, r));
     CHECK(r.status == 127);  // as env(1) and timeout(1) say it
-    CHECK_FALSE(r.err.empty());
+    CHECK(contains(r.err,
+                   "edgelock: cannot run '/nonexistent/edgelock-test-command': No such "
+                   "file or directory\n"));
+    CHECK(lock_exists(admin, key) == 0);
+
+    // Not executable: 126, with its reason.
+    const strings not_exec{"run", "-N", redis_url(srv), key, "--", "/dev/null"};
+    const run_result n = agent(not_exec);
+    INFO(show(not_exec, n));
+    CHECK(n.status == 126);
+    CHECK(contains(n.err, "edgelock: cannot run '/dev/null': Permission denied\n"));
     CHECK(lock_exists(admin, key) == 0);
 }
 
