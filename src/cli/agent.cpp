@@ -196,10 +196,9 @@ int not_acquired(const client_lock& l, const lock_event& ev) {
 
 namespace {
 
-// How long a node has for one request, and for its lookup, connect and
-// set-up: a tenth of the ttl, within [50 ms, 1 s] (half the ttl when that is
-// shorter). Room for a gateway's uplink, small against the ttl as Redlock
-// asks; and so one try (-w 0) ends within two of them, whatever the nodes do.
+// How long a node has for one request: a tenth of the ttl, within
+// [50 ms, 1 s] (half the ttl when that is shorter). Room for a gateway's
+// uplink, small against the ttl as Redlock asks.
 duration node_allowance(duration ttl) {
     std::uint64_t t = ttl.us / 10;
     t = t < 50000 ? 50000 : (t > 1000000 ? 1000000 : t);
@@ -207,6 +206,15 @@ duration node_allowance(duration ttl) {
         t = ttl.us / 2;
     }
     return duration::micros(t);
+}
+
+// How long a node has to look its host up, connect and set up: twice a
+// request's (a connect takes a round trip more, two more with TLS), at most
+// 1 s. So one try (-w 0) ends within three tenths of the ttl, 2 s at most,
+// whatever the nodes and the name server do.
+duration connect_allowance(duration ttl) {
+    const duration twice = duration::micros(2 * node_allowance(ttl).us);
+    return twice < duration::seconds(1) ? twice : duration::seconds(1);
 }
 
 // The lock as the options describe it; the lock keeps it from then on.
@@ -267,7 +275,7 @@ int setup(client_lock& l) {
         urls.emplace_back(u.data(), u.size());
     }
     client_options co;
-    co.connect_timeout = node_allowance(opt.ttl);
+    co.connect_timeout = connect_allowance(opt.ttl);
     if (opt.have_password) {
         co.password = str_view(opt.password.data(), opt.password.size());
     }

@@ -83,8 +83,8 @@ TEST_CASE("cli dns: a single node whose name never resolves gives up by its dead
         skip(("no stuck name server here: " + dns.why()).c_str());
         return;
     }
-    // ttl 5 s: a node has 500 ms to resolve and connect, and a try one more
-    // node timeout; the resolver alone would take 5 s a query.
+    // ttl 5 s: a node has 1 s to resolve and connect, and a try one node
+    // timeout (500 ms) more; the resolver alone would take 5 s a query.
     const strings args{
         "acquire",   "-t", "5s", "-N", "redis://" + stuck_name + ":" + std::to_string(free_port()),
         "dns-single"};
