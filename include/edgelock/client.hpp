@@ -83,7 +83,8 @@
 namespace edgelock {
 
 struct client_options {
-    // Connect plus set-up (AUTH, SELECT, ...) of one node.
+    // Lookup of the host name, connect plus set-up (AUTH, SELECT, ...) of one
+    // node; a redis-sentinel:// node's asking of its sentinels included.
     duration connect_timeout = duration::seconds(1);
     // redis-sentinel:// nodes: how long one sentinel has to say where the
     // master is before the next is asked (the one that answers is asked
@@ -233,6 +234,11 @@ private:
     client_errc wait_once(instant until, instant& now) noexcept;
     void handle_ready(int fd, std::uint8_t events, instant now) noexcept;
     // Connections (connection.cpp).
+    // How old a name's answer may be for a connect to use it: one that came
+    // after its attempt gave up serves the next one, after a backoff.
+    duration lookup_max_age() const noexcept {
+        return options_.connect_timeout + options_.reconnect_max;
+    }
     void start_connect(std::uint8_t n, instant now) noexcept;
     void resolve(std::uint8_t n, instant now) noexcept;
     void resolved(std::uint8_t n, instant now) noexcept;

@@ -123,6 +123,8 @@ struct node_info {
     node_state state = node_state::down;
     node_error error = node_error::none;
     int code = 0;      // the platform's error number behind the error, if any
+                       // (resolve_failed: the resolver's own, EAI_* on POSIX;
+                       // errno when the message says no lookup could start)
     str_view message;  // the server's error text (truncated), or empty
     node_warning warning = node_warning::none;
     str_view maxmemory_policy;  // as INFO memory gave it (truncated), or empty: unknown

@@ -33,7 +33,7 @@
 #endif
 
 // Host name lookups the POSIX port keeps at once (port.hpp: lookup_start),
-// abandoned ones still running included; each is about 400 bytes, and a
+// abandoned ones still running included; each is about 512 bytes, and a
 // running one a helper thread with EDGELOCK_PORT_LOOKUP_STACK bytes of stack.
 #ifndef EDGELOCK_PORT_LOOKUPS
 #define EDGELOCK_PORT_LOOKUPS 64

@@ -125,9 +125,11 @@ constexpr std::size_t address_text_capacity = 64;
 
 // Starts looking `host` up. ok: done already (a numeric host); in_progress:
 // wait for lookup_fd(). Either way `id` holds the lookup, which the caller
-// releases. bad_argument: empty, longer than a DNS name, a NUL inside. error:
-// no free slot, or the port could not start the lookup (`code` says why).
-net_result lookup_start(str_view host, int& id) noexcept;
+// releases. With `numeric_only`, a host that needs the resolver is not looked
+// up: would_block, and no id. bad_argument: empty, longer than a DNS name, a
+// NUL inside. error: no free slot, or the port could not start the lookup
+// (`code`: the platform's error number).
+net_result lookup_start(str_view host, int& id, bool numeric_only = false) noexcept;
 
 // Readable once the lookup is done; -1 for one done at once.
 int lookup_fd(int id) noexcept;
@@ -162,8 +164,8 @@ struct wait_entry {
 };
 
 // The most entries one wait() takes (more: -1). A client<N, M> needs at most
-// its fd_capacity(), 137 for the largest one; the rest is the caller's own.
-constexpr std::size_t wait_capacity = 160;
+// its fd_capacity(), 2 * 64 + N for the largest one; the rest is the caller's.
+constexpr std::size_t wait_capacity = 256;
 
 // Sleeps until one of the entries is ready or `deadline` passes, whichever is
 // first (instant::never(): no deadline). Returns the number of ready entries,

@@ -13,7 +13,9 @@
 // only to copy a result in or out. A slot released while its thread still
 // runs is abandoned: the thread frees it when getaddrinfo() returns. What a
 // lookup of a name allocates (the thread, getaddrinfo()'s own lists) is the
-// C library's; numeric hosts allocate nothing.
+// C library's; numeric hosts are read with inet_pton() and allocate nothing
+// (a scoped IPv6 address goes through getaddrinfo(AI_NUMERICHOST), which
+// never asks the network).
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -127,8 +129,9 @@ bool open_pipe(int fds[2]) {
         return false;
     }
     for (int i = 0; i < 2; ++i) {
-        if (::fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0 ||
-            ::fcntl(fds[i], F_SETFL, ::fcntl(fds[i], F_GETFL) | O_NONBLOCK) != 0) {
+        const int flags = ::fcntl(fds[i], F_GETFL);
+        if (flags < 0 || ::fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0 ||
+            ::fcntl(fds[i], F_SETFL, flags | O_NONBLOCK) != 0) {
             const int err = errno;
             ::close(fds[0]);
             ::close(fds[1]);
@@ -235,7 +238,9 @@ void* run_lookup(void* arg) {
 // handlers run on the caller's threads) and a small stack. errno on failure.
 bool start_thread(std::size_t index) {
     pthread_attr_t attr;
-    if (pthread_attr_init(&attr) != 0) {
+    const int init = pthread_attr_init(&attr);
+    if (init != 0) {
+        errno = init;
         return false;
     }
     std::size_t stack = EDGELOCK_PORT_LOOKUP_STACK;
@@ -258,17 +263,24 @@ bool start_thread(std::size_t index) {
     return rc == 0;
 }
 
-// A host inet_pton() takes, or one with ':' (a scoped IPv6 address), which
-// getaddrinfo(AI_NUMERICHOST) reads without the network.
-bool surely_numeric(const char* host) {
-    unsigned char buf[sizeof(in6_addr)];
-    return ::inet_pton(AF_INET, host, buf) == 1 || ::inet_pton(AF_INET6, host, buf) == 1 ||
-           std::strchr(host, ':') != nullptr;
+// A host inet_pton() takes, as one address; false for anything else.
+bool parse_numeric(const char* host, addresses& out) {
+    inet_address& a = out.list[0];
+    std::memset(&a, 0, sizeof a);
+    if (::inet_pton(AF_INET, host, &a.in4.sin_addr) == 1) {
+        a.in4.sin_family = AF_INET;
+    } else if (::inet_pton(AF_INET6, host, &a.in6.sin6_addr) == 1) {
+        a.in6.sin6_family = AF_INET6;
+    } else {
+        return false;
+    }
+    out.count = 1;
+    return true;
 }
 
 }  // namespace
 
-net_result lookup_start(str_view host, int& id) noexcept {
+net_result lookup_start(str_view host, int& id, bool numeric_only) noexcept {
     id = -1;
     if (host.empty() || host.size > max_host_size || contains_nul(host)) {
         return make_result(net_status::bad_argument);
@@ -286,14 +298,21 @@ net_result lookup_start(str_view host, int& id) noexcept {
     s.host[host.size] = '\0';
     s.host_size = host.size;
     s.count = 0;
-    if (surely_numeric(s.host)) {
+    // A host with ':' is an IPv6 address (a scoped one, when inet_pton()
+    // refused it): never a name.
+    const bool colon = std::strchr(s.host, ':') != nullptr;
+    addresses found;
+    if (parse_numeric(s.host, found) || colon) {
         // No thread and no fd: done now, whatever the outcome.
-        addresses found;
         int code = 0;
-        const net_status status = resolve(s.host, true, found, code);
+        const net_status status =
+            found.count > 0 ? net_status::ok : resolve(s.host, true, found, code);
         store(s, status, code, found);
         id = make_id(index, s.generation);
         return make_result(status, code);
+    }
+    if (numeric_only) {
+        return make_result(net_status::would_block);  // a name: not now
     }
     int fds[2];
     if (!open_pipe(fds)) {

@@ -141,6 +141,7 @@ std::uint8_t client_base::cluster_connection(std::uint8_t node, str_view host, s
     if (c.fd >= 0) {
         drop(free, now);
     }
+    c.lookup.end();  // a lookup of its old master's host, if one runs, is kept
     c.node = node;
     c.address = conns_[node].address;  // its credentials
     c.state = node_state::down;

@@ -165,7 +165,7 @@ void client_base::resolve(std::uint8_t n, instant now) noexcept {
         try_addresses(n, now);
         return;
     }
-    const port::net_result r = c.lookup.begin(where.host);
+    const port::net_result r = c.lookup.begin(where.host, now, lookup_max_age());
     if (r.status == port::net_status::ok) {
         try_addresses(n, now);
     } else if (r.status == port::net_status::in_progress) {
@@ -180,12 +180,19 @@ void client_base::resolve(std::uint8_t n, instant now) noexcept {
     }
 }
 
-// The lookup's fd was readable (or a pass looks): connect once it is done.
+// The lookup's fd was readable: connect once it is done.
 void client_base::resolved(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     const port::net_result r = c.lookup.result();
     if (r.status == port::net_status::in_progress) {
         return;  // a stale readiness report
+    }
+    if (!c.lookup.is_for(endpoint_of(n).host)) {
+        // Where the node is changed meanwhile (a sentinel's announcement):
+        // this answer is for the old host.
+        c.lookup.end();
+        resolve(n, now);
+        return;
     }
     if (r.status != port::net_status::ok) {
         c.lookup.end();

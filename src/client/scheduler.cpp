@@ -144,7 +144,7 @@ std::uint8_t client_base::ready_count() const noexcept {
 // out of time fails; so does one whose oldest request waited stall_timeout.
 void client_base::connection_deadlines(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    c.lookup.tidy();  // a lookup kept from an earlier attempt, done since
+    c.lookup.tidy(now, lookup_max_age());  // a lookup kept from an earlier attempt
     const bool unsettled = !node_settled(n);
     const bool sentinel_due =
         c.sentinel.asking && c.timers.expired(connection_timer::sentinel, now);

@@ -62,7 +62,7 @@ int client_base::watch_fd(std::uint8_t n) const noexcept {
 
 void client_base::watch_service(std::uint8_t n, instant now) noexcept {
     sentinel_watch& w = conns_[n].watch;
-    w.lookup.tidy();
+    w.lookup.tidy(now, lookup_max_age());
     if ((w.phase == watch_phase::resolving || w.phase == watch_phase::connecting) && w.due <= now) {
         watch_close(n, now);  // the sentinel did not take the connection in time
     }
@@ -90,7 +90,7 @@ void client_base::watch_connect(std::uint8_t n, instant now) noexcept {
     w.rx_size = 0;
     w.sent = 0;
     w.due = now + options_.sentinel_timeout;
-    const port::net_result r = w.lookup.begin(where.host);
+    const port::net_result r = w.lookup.begin(where.host, now, lookup_max_age());
     if (r.status == port::net_status::ok) {
         watch_dial(n, now);
     } else if (r.status == port::net_status::in_progress) {
@@ -270,7 +270,7 @@ void client_base::watch_message(std::uint8_t n, const resp_node* nodes, std::siz
     memcpy(c.target.host, host.data, host.size);
     c.target.host_size = static_cast<std::uint8_t>(host.size);
     c.target.port = static_cast<std::uint16_t>(port);
-    if (c.fd >= 0 && !c.sentinel.asking) {
+    if ((c.fd >= 0 || c.state == node_state::resolving) && !c.sentinel.asking) {
         // Straight to the new master, with a connect's whole time.
         sentinel_reconnect(n, now, now + options_.connect_timeout);
     }

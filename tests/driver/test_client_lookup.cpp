@@ -22,6 +22,7 @@ using edgelock::lock_event_kind;
 using edgelock::lock_failure;
 using edgelock::node_error;
 using edgelock::node_state;
+using edgelock::port::net_status;
 using edgelock_test::event_log;
 
 namespace {
@@ -179,7 +180,7 @@ TEST_CASE("names are looked up on every connect, and each address is tried in tu
     CHECK(lookups_of(n, "primary.example") == 2);
     // The unreachable address was tried first, then node 0.
     REQUIRE(n.connects.size() >= 3);
-    CHECK(n.connects[n.connects.size() - 2].status == edgelock::port::net_status::unreachable);
+    CHECK(n.connects[n.connects.size() - 2].status == net_status::unreachable);
     CHECK(n.connects.back().node == 0);
 }
 
@@ -245,5 +246,63 @@ TEST_CASE("wanted() writes no more entries than it is given, and fd_capacity() h
         for (std::size_t i = 0; i < count; ++i) {
             CHECK(e[i].fd >= 0);
         }
+    }
+}
+
+TEST_CASE("a connection looks up one name at a time, and a numeric host never waits for it",
+          "[client][sim]") {
+    sim::net n(2608);
+    n.add_nodes(1);
+    n.name("stuck.example").answers = false;
+    n.name("other.example").addresses = {n.host(0)};
+    edgelock::detail::host_lookup h;
+    const duration age = duration::seconds(1);
+    REQUIRE(h.begin("stuck.example", n.now(), age).status == net_status::in_progress);
+    CHECK(h.fd() >= 0);
+    h.end();  // given up on while it runs: kept
+    CHECK(h.fd() == -1);
+    // Another name waits its turn; an address goes ahead.
+    CHECK(h.begin("other.example", n.now(), age).status == net_status::would_block);
+    REQUIRE(h.begin("10.0.0.1", n.now(), age).status == net_status::ok);
+    char address[edgelock::port::address_text_capacity];
+    CHECK(std::string(address, h.address(0, address, sizeof address)) == "10.0.0.1");
+    CHECK(h.fd() == -1);
+    h.end();
+    // The same name again: the same question, not a second one.
+    CHECK(h.begin("stuck.example", n.now(), age).status == net_status::in_progress);
+    CHECK(h.is_for("stuck.example"));
+    CHECK(lookups_of(n, "stuck.example") == 1);
+    CHECK(lookups_of(n, "other.example") == 0);
+    h.abandon();
+    CHECK(h.fd() == -1);
+}
+
+TEST_CASE("an answer that comes after its attempt gave up serves the next attempt",
+          "[client][sim]") {
+    // Each lookup takes longer than a connect's allowance: asked anew on
+    // every attempt, the answer would always come too late.
+    sim::net n(2609);
+    n.add_nodes(1);
+    const url_list urls({n.url_named(0, "slow.example")});
+    n.name("slow.example").latency_us = 120000;
+    edgelock::client<1> c;
+    edgelock::client_options co;
+    co.connect_timeout = duration::millis(100);
+    co.reconnect_min = duration::millis(100);  // the answer comes during the backoff
+    configure(c, urls, co);
+    edgelock::client_lock l;
+    REQUIRE(l.attach(c, "jobs", edgelock_test::fast_lock_options()) == client_errc::ok);
+    const edgelock::op_result r = l.acquire(duration::seconds(3));
+    INFO(edgelock_test::what(r));
+    CHECK(r.event.kind == lock_event_kind::acquired);
+    CHECK(lookups_of(n, "slow.example") == 1);
+
+    SECTION("an answer older than lookup_max_age is not used: the name is asked again") {
+        REQUIRE(l.release().error == client_errc::ok);
+        n.cut(0);
+        REQUIRE(c.run_for(duration::seconds(4)) == client_errc::ok);  // idle, down
+        const edgelock::op_result again = l.acquire(duration::seconds(3));
+        CHECK(again.event.kind == lock_event_kind::acquired);
+        CHECK(lookups_of(n, "slow.example") >= 2);
     }
 }

@@ -162,7 +162,7 @@ public:
     // --- the port (sim/port_sim.cpp forwards edgelock::port here) ---------
     bool random_bytes(void* buf, std::size_t size);
     edgelock::port::net_result connect(const edgelock::port::endpoint& where, int& fd);
-    edgelock::port::net_result lookup_start(edgelock::str_view host, int& id);
+    edgelock::port::net_result lookup_start(edgelock::str_view host, int& id, bool numeric_only);
     int lookup_fd(int id) const;
     edgelock::port::net_result lookup_result(int id) const;
     bool lookup_is_for(int id, edgelock::str_view host) const;
@@ -227,7 +227,8 @@ private:
         int fd = -1;  // -1 once released, or for a lookup done at once
     };
 
-    // What the POSIX port takes without a lookup: digits and dots, or a ':'.
+    // What the POSIX port takes without a lookup: what inet_pton() reads, or
+    // a host with ':' (a scoped IPv6 address).
     static bool numeric_host(edgelock::str_view host);
     // The lowest fd number neither a connection nor a lookup holds.
     int take_fd();

@@ -1,6 +1,8 @@
 // The simulated name service behind the port's lookups: names answer on
 // virtual time with their record's addresses, fail, or never answer. See
 // net.hpp.
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -27,13 +29,10 @@ net_result result(net_status s, std::size_t size = 0) {
 }  // namespace
 
 bool net::numeric_host(str_view host) {
-    bool colon = false;
-    bool digits_and_dots = true;
-    for (char c : host) {
-        colon = colon || c == ':';
-        digits_and_dots = digits_and_dots && ((c >= '0' && c <= '9') || c == '.');
-    }
-    return colon || digits_and_dots;
+    const std::string text(host.data, host.size);
+    unsigned char buf[16];
+    return ::inet_pton(AF_INET, text.c_str(), buf) == 1 ||
+           ::inet_pton(AF_INET6, text.c_str(), buf) == 1 || text.find(':') != std::string::npos;
 }
 
 std::string net::host(int i) const {
@@ -91,11 +90,14 @@ net::lookup* net::lookup_by_fd(int fd) {
     return &lookups_[lookup_fds_[static_cast<std::size_t>(fd)] - 1];
 }
 
-net_result net::lookup_start(str_view host_name, int& id) {
+net_result net::lookup_start(str_view host_name, int& id, bool numeric_only) {
     id = -1;
     if (host_name.empty() || host_name.size > 253 ||
         std::memchr(host_name.data, '\0', host_name.size) != nullptr) {
         return result(net_status::bad_argument);
+    }
+    if (numeric_only && !numeric_host(host_name)) {
+        return result(net_status::would_block);
     }
     const std::size_t index = lookups_.size();
     lookups_.push_back(lookup{});

@@ -67,8 +67,8 @@ net_result connect(const endpoint& where, int& fd) noexcept {
     return the_net("connect").connect(where, fd);
 }
 
-net_result lookup_start(str_view host, int& id) noexcept {
-    return the_net("lookup_start").lookup_start(host, id);
+net_result lookup_start(str_view host, int& id, bool numeric_only) noexcept {
+    return the_net("lookup_start").lookup_start(host, id, numeric_only);
 }
 
 int lookup_fd(int id) noexcept {
