@@ -10,7 +10,6 @@
 namespace edgelock {
 namespace detail {
 
-constexpr unsigned max_addresses = 8;        // of one host name, tried in turn
 constexpr std::size_t max_connections = 64;  // of a client, extra ones included
 
 inline node_error from_net(port::net_status s) {

@@ -238,7 +238,8 @@ void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
     // The last address's reason (connect_ready() leaves the previous one's).
     node_error why = c.attempt > 0 ? c.report.error : node_error::unreachable;
     int code = c.attempt > 0 ? c.report.code : 0;
-    for (; c.attempt < max_addresses && (!unix_socket || c.attempt == 0); ++c.attempt) {
+    for (; c.attempt < port::lookup_max_addresses && (!unix_socket || c.attempt == 0);
+         ++c.attempt) {
         c.connected_size = 0;
         if (!unix_socket) {
             const std::size_t size =
