@@ -8,9 +8,10 @@
 // acquisition costs the slowest reply of its quorum. Nothing here
 // allocates or throws; sockets, time and randomness come from the port
 // (include/edgelock/port.hpp), so link a port target such as edgelock::port_posix.
-// This header includes the three it is made of: client_lock.hpp (a lock on
-// a client), client_errors.hpp (error codes, per-node reports) and
-// client_connection.hpp (the state kept per connection, internal).
+// This header includes what it is made of: client_lock.hpp (a lock on a
+// client), client_errors.hpp (error codes, per-node reports), and, under
+// detail/, the state a client<N, M> holds by value (the connections and
+// their parts), internal and not to be used directly.
 //
 // Blocking use:
 //
@@ -64,20 +65,20 @@
 #include <cstdint>
 
 #include "edgelock/client_config.hpp"
-#include "edgelock/client_connection.hpp"
 #include "edgelock/client_errors.hpp"
 #include "edgelock/client_lock.hpp"
 #include "edgelock/config.hpp"
-#include "edgelock/handshake.hpp"
+#include "edgelock/detail/connection.hpp"
+#include "edgelock/detail/handshake.hpp"
+#include "edgelock/detail/reply_fifo.hpp"
+#include "edgelock/detail/timer_table.hpp"
 #include "edgelock/lock.hpp"
 #include "edgelock/node_url.hpp"
 #include "edgelock/port.hpp"
-#include "edgelock/reply_fifo.hpp"
 #include "edgelock/resp.hpp"
 #include "edgelock/resp_decoder.hpp"
 #include "edgelock/str_view.hpp"
 #include "edgelock/time.hpp"
-#include "edgelock/timer_table.hpp"
 #include "edgelock/transport.hpp"
 
 namespace edgelock {
@@ -114,7 +115,7 @@ struct client_options {
     // redirects the tracking there; while that one is down (made again after
     // a backoff) the node's waiters poll, and once it is back they all try
     // once, for what was missed. Over TLS that connection needs a session of
-    // its own: a tls_mbedtls<2 * (N + M)> for a client<N, M>. A node that refuses
+    // its own (client<N, M>::max_sessions counts it). A node that refuses
     // tracking or the subscription is not failed: its waiters poll
     // (lock_options' retry delay). node(i).tracking says which.
     bool notify = true;
@@ -195,6 +196,12 @@ public:
         return 2 * connections + nodes;
     }
     std::size_t fd_capacity() const noexcept { return fd_capacity_for(node_count_, conn_count_); }
+    // The transport sessions it may hold at once (a TLS transport's room,
+    // tls_mbedtls<N>): one per lock connection, one per RESP2 node's
+    // subscription, one per Sentinel node's watch.
+    static constexpr std::size_t sessions_for(std::size_t nodes, std::size_t connections) noexcept {
+        return 2 * connections + nodes;
+    }
     // When the client must be called next: on_timeout() at this instant.
     instant next_deadline() const noexcept;
     // The fd is ready (port::want_read / want_write / ready_error bits). With
@@ -224,6 +231,8 @@ protected:
 
 private:
     friend class client_lock;
+    // The read loop's handler for a lock connection (pipeline.cpp).
+    struct reply_reader;
 
     void link(client_lock& l) noexcept;
     void unlink(client_lock& l) noexcept;
@@ -239,7 +248,13 @@ private:
     duration lookup_max_age() const noexcept {
         return options_.connect_timeout + options_.reconnect_max;
     }
+    // Where connection n goes now: its URL's host, a seed, the sentinel
+    // being asked, or the master a sentinel or a Cluster map named.
+    port::endpoint endpoint_of(std::uint8_t n) const noexcept;
     void start_connect(std::uint8_t n, instant now) noexcept;
+    // Ends connection n and makes the next one (to a sentinel, or to the
+    // master one named), to be set up by `deadline`.
+    void reconnect(std::uint8_t n, instant now, instant deadline) noexcept;
     void resolve(std::uint8_t n, instant now) noexcept;
     void resolved(std::uint8_t n, instant now) noexcept;
     void try_addresses(std::uint8_t n, instant now) noexcept;
@@ -253,84 +268,58 @@ private:
     // A failed send, recv or open: the transport's own reason when it has one
     // (a certificate, an alert), else the socket's.
     void fail_io(std::uint8_t n, const port::net_result& r, instant now) noexcept;
-    // When to try again after `failures` consecutive failures (counted up
-    // here): doubling from reconnect_min to reconnect_max, jittered.
-    instant backoff_until(std::uint8_t& failures, instant now) noexcept;
     // Requests out and replies in (pipeline.cpp).
     bool push_in_flight(std::uint8_t n, const detail::in_flight& f, instant now) noexcept;
     void queue_setup(std::uint8_t n, instant now) noexcept;
     void queue_requests(std::uint8_t n, instant now) noexcept;
     void transmit(std::uint8_t n, instant now) noexcept;
     void read(std::uint8_t n, instant now) noexcept;
-    void process_replies(std::uint8_t n, instant now) noexcept;
-    bool skip_info(std::uint8_t n, std::size_t pos, instant now) noexcept;
     void setup_reply(std::uint8_t n, std::uint32_t request, const resp_node* nodes,
                      std::size_t count, instant now) noexcept;
-    // A RESP3 push (notify.cpp): a tracking invalidation wakes the locks
-    // waiting for its keys; anything else is ignored. nodes == nullptr: a
-    // push too large to read, taken as "every key changed".
-    void on_push(std::uint8_t n, const resp_node* nodes, std::size_t count, instant now) noexcept;
-    // The subscription of a RESP2 node (subscription.cpp).
-    bool sub_wanted(std::uint8_t n) const noexcept;
-    std::uint8_t sub_index(std::uint8_t n) const noexcept;
-    void sub_service(std::uint8_t n, instant now) noexcept;
-    void sub_connect(std::uint8_t n, instant now) noexcept;
-    void sub_open(std::uint8_t n, port::net_result r, instant now) noexcept;
-    void sub_send(std::uint8_t n, instant now) noexcept;
-    void sub_ready(std::uint8_t n, std::uint8_t events, instant now) noexcept;
-    void sub_read(std::uint8_t n, instant now) noexcept;
-    void sub_message(std::uint8_t n, const resp_node* nodes, std::size_t count,
-                     instant now) noexcept;
-    // Closes it; `refused`: for good (until the lock connection is made
-    // again), else again after a backoff.
-    void sub_close(std::uint8_t n, bool refused, instant now) noexcept;
-    // Closes its socket, if open, and forgets it; the phase stays.
-    void sub_shut(std::uint8_t n) noexcept;
-    // Sentinel-managed masters (sentinel.cpp).
-    void sentinel_begin(std::uint8_t n, instant now) noexcept;
-    bool sentinel_next(std::uint8_t n, instant now) noexcept;
-    void sentinel_reconnect(std::uint8_t n, instant now, instant deadline) noexcept;
-    void sentinel_query(std::uint8_t n, instant now) noexcept;
-    void sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
-                        std::size_t count, instant now) noexcept;
-    // The watch of a Sentinel node (sentinel_watch.cpp).
-    bool watch_wanted(std::uint8_t n) const noexcept;
-    int watch_fd(std::uint8_t n) const noexcept;
-    bool watch_sentinel(std::uint8_t n, port::endpoint& where) const noexcept;
-    void watch_service(std::uint8_t n, instant now) noexcept;
-    void watch_connect(std::uint8_t n, instant now) noexcept;
-    void watch_dial(std::uint8_t n, instant now) noexcept;
-    void watch_send(std::uint8_t n, instant now) noexcept;
-    void watch_ready(std::uint8_t n, std::uint8_t events, instant now) noexcept;
-    void watch_read(std::uint8_t n, instant now) noexcept;
-    void watch_message(std::uint8_t n, const resp_node* nodes, std::size_t count,
+    // A lock's reply (routing.cpp): to its machine, unless the node said
+    // the request belongs elsewhere (MOVED, ASK) or that it was demoted.
+    void lock_reply(std::uint8_t n, const detail::in_flight& f, const resp_node* nodes,
+                    std::size_t count, instant now) noexcept;
+    // A sentinel's answer to the node's question (sentinel.cpp).
+    void master_answer(std::uint8_t n, std::uint32_t tag, const resp_node* nodes, std::size_t count,
                        instant now) noexcept;
-    void watch_close(std::uint8_t n, instant now) noexcept;
-    void watch_shut(std::uint8_t n) noexcept;
-    port::endpoint endpoint_of(std::uint8_t n) const noexcept;
+    // The sentinel being asked failed: the next one; false when none is left.
+    bool ask_next(std::uint8_t n, instant now) noexcept;
+    // The parts a node may have, their links to the client and what the
+    // client does with their events (notify.cpp, sentinel.cpp).
+    bool subscription_wanted(std::uint8_t n) const noexcept;
+    detail::sub_link subscription_link(std::uint8_t n) noexcept;
+    void subscription_events(std::uint8_t n, std::uint8_t events, instant now) noexcept;
+    bool failover_wanted(std::uint8_t n) const noexcept;
+    detail::watch_link failover_link(std::uint8_t n) noexcept;
+    void failover_events(std::uint8_t n, std::uint8_t events, instant now) noexcept;
     // Redis Cluster nodes (cluster.cpp). A lock's requests to node `node`
     // go out on served_by(l, node); connection n serves node node_of(n).
     std::uint8_t node_of(std::uint8_t n) const noexcept { return conns_[n].node; }
     static std::uint8_t served_by(const client_lock& l, std::uint8_t node) noexcept;
     bool serves(std::uint8_t n, const client_lock& l) const noexcept;
-    void cluster_attach(client_lock& l) noexcept;
+    // A lock's slot, and its routes before any map: each node's own connection.
+    void route_lock(client_lock& l) noexcept;
     // A MOVED or ASK answer to a lock's request on connection n: true when
     // the request goes out again where the node said.
-    bool cluster_redirect(std::uint8_t n, client_lock& l, std::uint32_t tag, const resp_node* nodes,
-                          std::size_t count, instant now) noexcept;
+    bool follow_redirect(std::uint8_t n, client_lock& l, std::uint32_t tag, const resp_node* nodes,
+                         std::size_t count, instant now) noexcept;
     // The connection of cluster node `node` to host:port, taken or made;
     // no_connection when every extra connection is in use.
-    std::uint8_t cluster_connection(std::uint8_t node, str_view host, std::uint16_t port,
-                                    instant now) noexcept;
-    bool queue_cluster_map(std::uint8_t n, instant now) noexcept;
-    void cluster_map_reply(std::uint8_t n, const char* data, std::size_t size,
-                           instant now) noexcept;
-    void cluster_lost(std::uint8_t n) noexcept;
-    void tracking_reply(std::uint8_t n, std::uint32_t id, const resp_node* nodes, std::size_t count,
-                        instant now) noexcept;
-    // Writes the lock connection's redirect to its subscription when due;
-    // false when it waits for room.
-    bool queue_redirect(std::uint8_t n, instant now) noexcept;
+    std::uint8_t connection_to(std::uint8_t node, str_view host, std::uint16_t port,
+                               instant now) noexcept;
+    void slot_map_reply(std::uint8_t n, const char* data, std::size_t size, instant now) noexcept;
+    // The requests a connection's parts add ahead of the locks' (the
+    // tracking redirect, the slot map); false when one waits for room.
+    bool queue_extras(std::uint8_t n, instant now) noexcept;
+    // Notification (notify.cpp). A RESP3 push or a published message: a
+    // tracking invalidation wakes the locks waiting for its keys; anything
+    // else is ignored. nodes == nullptr: one too large to read, taken as
+    // "every key changed".
+    void on_push(const resp_node* nodes, std::size_t count, instant now) noexcept;
+    static void push_to(void* ctx, const resp_node* nodes, std::size_t count, instant now) noexcept;
+    void redirect_answer(std::uint8_t n, std::uint32_t id, const resp_node* nodes,
+                         std::size_t count, instant now) noexcept;
     // Tells every waiting lock its key may have changed (notifications may
     // have been lost).
     void wake_all(instant now) noexcept;
@@ -384,6 +373,9 @@ class client : public client_base {
 public:
     // The wait entries the client may want at once (fd_capacity() at most).
     static constexpr std::size_t max_fds = fd_capacity_for(N, N + M);
+    // The transport sessions it may hold at once: a tls_mbedtls<max_sessions>
+    // never refuses it one.
+    static constexpr std::size_t max_sessions = sessions_for(N, N + M);
 
     client() noexcept : client_base(storage_, N, M) {}
     ~client() { shutdown(); }

@@ -7,10 +7,10 @@
 #include <cstdint>
 
 #include "edgelock/client_errors.hpp"
+#include "edgelock/detail/timer_table.hpp"
 #include "edgelock/lock.hpp"
 #include "edgelock/str_view.hpp"
 #include "edgelock/time.hpp"
-#include "edgelock/timer_table.hpp"
 
 namespace edgelock {
 
@@ -28,6 +28,21 @@ struct watchdog_options {
 // and kept, but at risk until the validity deadline). An acquisition the
 // machine could not even start (no random bytes) is reported as failed.
 using lock_callback = void (*)(void* ctx, client_lock& lock, const lock_event& event);
+
+// The latest operation started on a lock (start_acquire/renew/release, or a
+// blocking call): which, whether it has ended, and how. An event-loop user
+// asks it after a client call instead of keeping its own account of which
+// events end what. A renew started while the watchdog's is under way ends
+// with the watchdog's.
+struct op_outcome {
+    enum class op : std::uint8_t { none, acquire, renew, release };
+    op started = op::none;
+    bool done = false;  // ended: `result` says how
+    // ok: the event that ended it (acquired, busy, failed; renewed, lost;
+    // released). Otherwise why it could not run (not_held, lock_rejected,
+    // deadline for a blocking call that gave up...).
+    op_result result;
+};
 
 // A lock on a client: the lock machine, its watchdog, and its callback. Attach
 // once; the lock is detached (and its requests forgotten) by detach() or its
@@ -93,9 +108,12 @@ public:
     // to renew or release it. Plain and fenced modes.
     client_errc resume(const owner_token& token) noexcept;
 
-    // --- event-loop API: starts the operation; the callback tells the outcome ---
+    // --- event-loop API: starts the operation; the callback and outcome() tell the outcome ---
     // The request goes out at the client's next call (on_timeout() at
     // next_deadline(), which is now, or on_ready()).
+    // With the retry policy the lock was attached with (lock_options'
+    // max_tries and wait), or with the one given.
+    client_errc start_acquire() noexcept;
     client_errc start_acquire(std::uint32_t max_tries, duration wait) noexcept;
     client_errc start_renew() noexcept;
     // Also cancels an acquisition that is waiting for its nodes to connect.
@@ -110,6 +128,8 @@ public:
     const edgelock::lock& machine() const noexcept { return machine_; }
     // The last event of the lock (lost, renew_failed...) and when it came.
     const lock_event& last_event() const noexcept { return last_event_; }
+    // The latest operation started, and whether and how it ended.
+    const op_outcome& outcome() const noexcept { return outcome_; }
 
 private:
     friend class client_base;
@@ -121,6 +141,9 @@ private:
                       duration wait = duration{}) noexcept;
     op_result run(op kind, std::uint32_t max_tries = 1, duration wait = duration{}) noexcept;
     void abandon(instant now) noexcept;
+    // The operation `kind` ended with `r`: a blocking call waiting for it
+    // and outcome() are told.
+    void finish(op kind, const op_result& r) noexcept;
     bool try_lock_within(duration wait) noexcept;
     // A std::chrono duration in whole microseconds, rounded up; negative is
     // zero, beyond the range saturates.
@@ -155,6 +178,7 @@ private:
     op queued_ = op::none;         // started by the user, waiting for connections
     op running_ = op::none;        // handed to the machine, outcome not yet known
     op_result* waiter_ = nullptr;  // a blocking call waiting for the running operation
+    op_outcome outcome_;
     // redis-cluster:// nodes: the hash slot of the lock's keys, the
     // connection serving each node, and the one an ASK sends its next request to.
     std::uint16_t slot_ = 0;

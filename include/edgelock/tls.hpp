@@ -6,7 +6,7 @@
 // here is edgelock::tls_mbedtls<N> (tls_mbedtls.hpp, target
 // edgelock::tls_mbedtls, CMake option EDGELOCK_TLS):
 //
-//   static edgelock::tls_mbedtls<3> tls;            // session state for 3 nodes
+//   static edgelock::tls_mbedtls<edgelock::client<3>::max_sessions> tls;  // room for every session
 //   edgelock::tls_options t;
 //   t.ca_file = "/etc/redis/ca.crt";                // else the system store
 //   if (tls.configure(t) != edgelock::tls_errc::ok) ...  // loads CA, cert, key once
@@ -17,21 +17,27 @@
 // A platform with its own TLS stack (a modem's, an RTOS's secure sockets)
 // implements edgelock::transport the same way; what the driver expects of it:
 //
-// - open(node, fd, address): the TCP socket is connected. For a rediss://
-//   node (or any node, when the options say `always`) start the handshake
-//   with the server name (tls_options::server_name, else address.host) sent
-//   as SNI and checked against the certificate. It returns ok when done at
-//   once, in_progress while the handshake waits for the socket, anything
-//   else when it failed. A redis:// node passes through as plain TCP.
-// - wants(node): during an in_progress handshake, the readiness it waits for:
+// - open(fd, peer, out): the TCP socket is connected. Take a session and
+//   hand its handle back in `out` (no_session and bad_argument when there is
+//   no room: the driver then fails that connection, or, for a subscription,
+//   lets its node's waiters poll). For a TLS peer (rediss://,
+//   rediss-sentinel://; any TCP peer when the options say `always`) start the
+//   handshake with the server name (tls_options::server_name, else
+//   peer.host: the host the connection went to as named, a URL's, a
+//   sentinel's, or the master a sentinel named) sent as SNI and checked
+//   against the certificate. It returns ok when done at once, in_progress
+//   while the handshake waits for the socket, anything else when it failed.
+//   A plain peer passes through as plain TCP. Every other call names the
+//   session by its handle; close(handle) gives it back.
+// - wants(session): during an in_progress handshake, the readiness it waits for:
 //   port::want_read when the TLS library wants to read (WANT_READ),
 //   port::want_write when it wants to write (WANT_WRITE). The driver polls
 //   the fd for exactly that, calls proceed(), and gives up at connect_timeout
 //   (node_error::connect_timeout; the message is failure_text() if the
 //   transport has one then, else "TLS handshake").
-// - proceed(node, fd): carries the handshake on; the same outcomes as open().
+// - proceed(session, fd): carries the handshake on; the same outcomes as open().
 //   Only open() and proceed() return in_progress.
-// - failure(node) / failure_text(node): after a failed open() or proceed(),
+// - failure(session) / failure_text(session): after a failed open() or proceed(),
 //   why, as one of the node_error tls_* values (tls_untrusted, tls_expired,
 //   tls_name_mismatch, tls_not_tls, tls_handshake_failed), and the TLS
 //   library's text; after a failed send() or recv() of an established
@@ -46,11 +52,11 @@
 // - send/recv: application data; would_block when the session must wait for
 //   the socket (a record half written or half read). A send() that returned
 //   would_block is called again with at least the same bytes first.
-// - buffered(node): bytes already decrypted (or records already read) that
+// - buffered(session): bytes already decrypted (or records already read) that
 //   recv() returns without the socket becoming readable again; the driver
 //   reads while it is above 0, so none is stranded.
 // - secure(): true. The client refuses rediss:// over a transport without it.
-// - close(node): send close_notify (best effort, never waiting) and forget
+// - close(session): send close_notify (best effort, never waiting) and forget
 //   the session; the driver closes the socket after.
 // After the handshake a lock cycle must not allocate; the handshake may.
 #pragma once

@@ -25,9 +25,8 @@ namespace {
 
 std::vector<str_view> urls;  // views of opt.nodes, which outlive the client
 #ifdef EDGELOCK_CLI_TLS
-// Two sessions per connection, for rediss:// (or --tls): the lock
-// connection and, on a node without HELLO, the subscription that tells waiters.
-tls_mbedtls<2 * (lock_max_nodes + extra_connections)> tls;
+// For rediss:// (or --tls): room for every session the client may hold.
+tls_mbedtls<decltype(driver)::max_sessions> tls;
 #endif
 
 }  // namespace
@@ -61,9 +60,6 @@ namespace {
 
 void on_lock_event(void*, client_lock& l, const lock_event& ev) {
     watch.last = ev;
-    for (int i = 0; i < watch.want_count; ++i) {
-        watch.ended = watch.ended || ev.kind == watch.want_end[i];
-    }
     switch (ev.kind) {
     case lock_event_kind::acquired:
         watch.validity = ev.validity_deadline;
@@ -95,23 +91,8 @@ void on_lock_event(void*, client_lock& l, const lock_event& ev) {
 
 }  // namespace
 
-// Runs until the watched operation ends or `bound` passes.
-bool await(instant bound) {
-    bool signalled = false;
-    while (!watch.ended && port::now() < bound) {
-        if (!turn(bound, false, signalled)) {
-            return false;
-        }
-    }
-    return watch.ended;
-}
-
-void expect(std::initializer_list<lock_event_kind> ends) {
-    watch.ended = false;
-    watch.want_count = 0;
-    for (lock_event_kind k : ends) {
-        watch.want_end[watch.want_count++] = k;
-    }
+const lock_event& ended_with(const client_lock& l) {
+    return l.outcome().result.error == client_errc::ok ? l.outcome().result.event : watch.last;
 }
 
 // Why nodes failed, one line each, before exit 69 or 1.

@@ -19,9 +19,6 @@ extern edgelock::client<edgelock::lock_max_nodes, extra_connections> driver;
 
 // What the lock's callback saw.
 struct lock_watch {
-    bool ended = false;  // the operation being waited for ended
-    edgelock::lock_event_kind want_end[3] = {};
-    int want_count = 0;
     edgelock::lock_event last;
     bool lost = false;
     bool at_risk = false;        // a renew round missed its quorum since the last renewal
@@ -37,10 +34,9 @@ std::string text(edgelock::str_view v);
 // when waiting failed; `signalled` says whether the signal pipe is readable.
 bool turn(edgelock::instant until, bool watch_signals, bool& signalled);
 
-// Which events end the operation to be waited for, then waits for one of
-// them until `bound` (false when it did not come).
-void expect(std::initializer_list<edgelock::lock_event_kind> ends);
-bool await(edgelock::instant bound);
+// The event an ended operation of `l` came to: the outcome's, or the
+// callback's last when it could not even start (no random bytes, say).
+const edgelock::lock_event& ended_with(const edgelock::client_lock& l);
 
 // Every failing node's reason, one line each.
 void report_nodes();

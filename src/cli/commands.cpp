@@ -47,17 +47,25 @@ int renew_command(client_lock& l) {
     if (l.resume(t) != client_errc::ok) {
         return exit_software;
     }
-    expect({lock_event_kind::renewed, lock_event_kind::lost, lock_event_kind::renew_failed});
+    watch.last = lock_event{};
     if (l.start_renew() != client_errc::ok) {
         return exit_software;
     }
-    if (!await(op_bound(duration{}))) {
-        return unavailable(l);
+    // A renew round that missed its quorum is tried again until the
+    // validity ends; this one-shot command reports it at once instead.
+    const instant bound = op_bound(duration{});
+    bool signalled = false;
+    while (!l.outcome().done && watch.last.kind != lock_event_kind::renew_failed &&
+           port::now() < bound) {
+        if (!turn(bound, false, signalled)) {
+            return exit_software;
+        }
     }
-    if (watch.last.kind == lock_event_kind::renewed) {
+    const lock_event& ev = l.outcome().done ? ended_with(l) : watch.last;
+    if (ev.kind == lock_event_kind::renewed) {
         return exit_ok;
     }
-    if (watch.last.kind == lock_event_kind::lost && watch.last.reason == lock_failure::not_ours) {
+    if (ev.kind == lock_event_kind::lost && ev.reason == lock_failure::not_ours) {
         say(1, "'%s' is not held by that token", opt.key.c_str());
         return exit_conflict;
     }

@@ -51,17 +51,15 @@ bool asks_to_end(int signo) {
 }
 
 // Waits for the acquisition; a signal that would end the agent ends it.
-// Returns 0 when it ended (see watch.last), else the exit status.
+// Returns 0 when it ended (see ended_with()), else the exit status.
 int await_acquisition(client_lock& l) {
-    expect({lock_event_kind::acquired, lock_event_kind::busy, lock_event_kind::failed});
-    // The retry policy the lock was attached with: held once, by the lock.
-    const lock_options& policy = l.machine().options();
-    if (l.start_acquire(policy.max_tries, policy.wait) != client_errc::ok) {
+    // With the retry policy the lock was attached with.
+    if (l.start_acquire() != client_errc::ok) {
         return exit_software;
     }
     const instant bound = op_bound(opt.wait);
     int stop_signal = 0;
-    while (!watch.ended && port::now() < bound && stop_signal == 0) {
+    while (!l.outcome().done && port::now() < bound && stop_signal == 0) {
         bool signalled = false;
         if (!turn(bound, true, signalled)) {
             return exit_software;
@@ -70,7 +68,7 @@ int await_acquisition(client_lock& l) {
             stop_signal = ends_by_default(s) ? s : stop_signal;
         }
     }
-    if (stop_signal != 0 || !watch.ended) {
+    if (stop_signal != 0 || !l.outcome().done) {
         l.release();  // whatever is under way; not_held when nothing is
         return stop_signal != 0 ? 128 + stop_signal : unavailable(l);
     }
@@ -88,8 +86,8 @@ int run_command(client_lock& l) {
     if (acquisition != 0) {
         return acquisition;
     }
-    if (watch.last.kind != lock_event_kind::acquired) {
-        return not_acquired(l, watch.last);
+    if (ended_with(l).kind != lock_event_kind::acquired) {
+        return not_acquired(l, ended_with(l));
     }
     warn_nodes(true);
 

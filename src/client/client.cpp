@@ -106,9 +106,10 @@ client_errc client_base::configure(const str_view* urls, std::size_t count,
         c.failures = 0;
         // Lookups of the old hosts are not waited for again.
         c.lookup.abandon();
-        c.watch.lookup.abandon();
+        c.watch.forget();
         c.report = detail::node_report{};
-        c.cluster = detail::cluster_state{};
+        c.cluster.reset();
+        c.where.stop();
         c.target = detail::peer{};
         cluster = cluster || c.address.seed_count > 0;
     }

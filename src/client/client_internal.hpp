@@ -37,6 +37,23 @@ inline node_error from_net(port::net_status s) {
 // 0 when the sentinels have none (sentinel.cpp).
 std::size_t encode_sentinel_auth(char* buf, std::size_t capacity, const client_options& o);
 
+// What a transport session is opened to: the host as the connection named it.
+inline session_peer session_peer_of(const node_address& a, str_view host) {
+    session_peer p;
+    p.host = host;
+    p.tls = a.tls;
+    p.unix_socket = !a.unix_path.empty();
+    return p;
+}
+
+// Overwrites a buffer that held a secret (a compiler may not drop it).
+inline void wipe(char* buf, std::size_t size) {
+    volatile char* w = buf;
+    for (std::size_t i = 0; i < size; ++i) {
+        w[i] = 0;
+    }
+}
+
 // The decoder limits for replies: the compile-time ones, within the buffer.
 inline resp_limits reply_limits() {
     resp_limits l;

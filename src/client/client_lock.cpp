@@ -27,7 +27,7 @@ client_errc client_lock::attach(client_base& c, str_view name, const lock_option
         return client_errc::lock_rejected;
     }
     client_ = &c;
-    c.cluster_attach(*this);
+    c.route_lock(*this);
     watchdog_ = watchdog;
     timers_.stop_all();
     queued_ = op::none;
@@ -85,6 +85,8 @@ client_errc client_lock::start(op kind, instant now, std::uint32_t max_tries,
             if (queued_ != op::renew) {
                 running_ = op::renew;
             }
+            outcome_ = op_outcome{};
+            outcome_.started = op_outcome::op::renew;
             return client_errc::ok;
         }
         break;
@@ -93,6 +95,11 @@ client_errc client_lock::start(op kind, instant now, std::uint32_t max_tries,
         if (s == lock_state::idle) {
             if (queued_ == op::acquire) {
                 queued_ = op::none;  // an acquisition not yet started is cancelled
+                outcome_ = op_outcome{};
+                outcome_.started = op_outcome::op::release;
+                op_result r;
+                r.event.kind = lock_event_kind::released;
+                finish(op::release, r);
                 return client_errc::ok;
             }
             return client_errc::not_held;
@@ -113,6 +120,8 @@ client_errc client_lock::start(op kind, instant now, std::uint32_t max_tries,
     queued_ = kind;
     timers_.set(timer::begin_by, now + machine_.options().node_timeout);
     running_ = op::none;
+    outcome_ = op_outcome{};
+    outcome_.started = static_cast<op_outcome::op>(kind);
     // The operation begins at the client's next call: next_deadline() is now.
     // Starting many locks in a row therefore costs one service, not one each.
     return client_errc::ok;
@@ -131,6 +140,11 @@ client_errc client_lock::resume(const owner_token& token) noexcept {
         return e == lock_errc::busy ? client_errc::busy : client_errc::lock_rejected;
     }
     return client_errc::ok;
+}
+
+client_errc client_lock::start_acquire() noexcept {
+    const lock_options& o = machine_.options();
+    return start_acquire(o.max_tries, o.wait);
 }
 
 client_errc client_lock::start_acquire(std::uint32_t max_tries, duration wait) noexcept {
@@ -176,13 +190,10 @@ op_result client_lock::run(op kind, std::uint32_t max_tries, duration wait) noex
         waiter_ = nullptr;
         return out;
     }
-    client_->service(now);  // sends it now, before the first wait
-    if (kind == op::release && queued_ == op::none && running_ == op::none && waiter_ == &out) {
-        // A release that only cancelled an acquisition not yet started.
-        waiter_ = nullptr;
-        out.event.kind = lock_event_kind::released;
-        return out;
+    if (outcome_.done) {
+        return outcome_.result;  // a release that only cancelled an acquisition not yet started
     }
+    client_->service(now);  // sends it now, before the first wait
     while (waiter_ == &out) {
         client_errc e = client_errc::ok;
         if (client_ == nullptr) {
@@ -196,10 +207,25 @@ op_result client_lock::run(op kind, std::uint32_t max_tries, duration wait) noex
             waiter_ = nullptr;
             abandon(now);
             out.error = e;
+            if (outcome_.started == static_cast<op_outcome::op>(kind) && !outcome_.done) {
+                outcome_.done = true;
+                outcome_.result = out;
+            }
             return out;
         }
     }
     return out;
+}
+
+void client_lock::finish(op kind, const op_result& r) noexcept {
+    if (waiter_ != nullptr) {
+        *waiter_ = r;
+        waiter_ = nullptr;
+    }
+    if (outcome_.started == static_cast<op_outcome::op>(kind) && !outcome_.done) {
+        outcome_.done = true;
+        outcome_.result = r;
+    }
 }
 
 // A blocking call gave up: nothing may go on in the background unseen. An

@@ -20,71 +20,16 @@
 // lock in that slot, ASK sends this one request once, behind ASKING, where
 // the slot is being imported. When no extra connection is free for a master,
 // the answer counts as that node's "no" and node(i) says why.
-#include <string.h>
-
+//
+// What a map or an answer says is detail::cluster_router's to read
+// (cluster_router.cpp); applying it to the locks and connections is here.
 #include "client_internal.hpp"
 #include "edgelock/client.hpp"
 #include "edgelock/key_slot.hpp"
-#include "edgelock/resp_encoder.hpp"
-#include "node_url_internal.hpp"
 
 namespace edgelock {
 
 using namespace detail;
-
-namespace {
-
-bool same_peer(const peer& p, str_view host, std::uint16_t port) {
-    return p.port == port && p.host_view() == host;
-}
-
-// "MOVED 3999 127.0.0.1:6381" or "ASK ...": the slot and the address. An
-// empty host ("MOVED 3999 :6380") means the one that answered.
-bool parse_redirect(str_view text, bool& ask, std::uint32_t& slot, str_view& host,
-                    std::uint32_t& port) {
-    ask = starts_with(text, "ASK ");
-    if (!ask && !starts_with(text, "MOVED ")) {
-        return false;
-    }
-    const str_view rest = url_detail::sub(text, ask ? 4 : 6, text.size);
-    const std::size_t space = url_detail::find(rest, ' ');
-    if (space == rest.size ||
-        !url_detail::parse_decimal(url_detail::sub(rest, 0, space), key_slot_count - 1, slot)) {
-        return false;
-    }
-    const str_view where = url_detail::sub(rest, space + 1, rest.size);
-    std::size_t colon = where.size;
-    for (std::size_t i = 0; i < where.size; ++i) {
-        colon = where[i] == ':' ? i : colon;  // the last: an IPv6 address has more
-    }
-    if (colon == where.size || colon > node_url_max_host ||
-        !url_detail::parse_decimal(url_detail::sub(where, colon + 1, where.size), 65535, port) ||
-        port == 0) {
-        return false;
-    }
-    host = url_detail::sub(where, 0, colon);
-    return true;
-}
-
-// The header of an array reply: its element count and where the first
-// element starts; false when it is not one.
-bool array_header(const char* data, std::size_t size, std::size_t& count, std::size_t& first) {
-    if (size < 4 || data[0] != '*') {
-        return false;
-    }
-    count = 0;
-    std::size_t i = 1;
-    for (; i < size && data[i] >= '0' && data[i] <= '9' && count < 100000; ++i) {
-        count = count * 10 + static_cast<std::size_t>(data[i] - '0');
-    }
-    if (i == 1 || i + 1 >= size || data[i] != '\r' || data[i + 1] != '\n') {
-        return false;
-    }
-    first = i + 2;
-    return true;
-}
-
-}  // namespace
 
 std::uint8_t client_base::served_by(const client_lock& l, std::uint8_t node) noexcept {
     return l.ask_[node] != no_connection ? l.ask_[node] : l.route_[node];
@@ -95,7 +40,7 @@ bool client_base::serves(std::uint8_t n, const client_lock& l) const noexcept {
     return node != no_connection && served_by(l, node) == n;
 }
 
-void client_base::cluster_attach(client_lock& l) noexcept {
+void client_base::route_lock(client_lock& l) noexcept {
     char key[lock_key_capacity];
     const std::size_t size = lock_key(l.machine_.name(), lock_key_kind::lock, key, sizeof key);
     l.slot_ = key_slot(str_view(key, size));
@@ -105,8 +50,8 @@ void client_base::cluster_attach(client_lock& l) noexcept {
     }
 }
 
-std::uint8_t client_base::cluster_connection(std::uint8_t node, str_view host, std::uint16_t port,
-                                             instant now) noexcept {
+std::uint8_t client_base::connection_to(std::uint8_t node, str_view host, std::uint16_t port,
+                                        instant now) noexcept {
     if (host.size == 0 || host.size > node_url_max_host) {
         return no_connection;
     }
@@ -117,7 +62,7 @@ std::uint8_t client_base::cluster_connection(std::uint8_t node, str_view host, s
     std::uint8_t free = no_connection;
     for (std::uint8_t n = node_count_; n < conn_count_; ++n) {
         const detail::connection& c = conns_[n];
-        if (c.node == node && same_peer(c.target, host, port)) {
+        if (c.node == node && c.target.is(host, port)) {
             return n;
         }
         if (free == no_connection && c.node == no_connection) {
@@ -138,7 +83,7 @@ std::uint8_t client_base::cluster_connection(std::uint8_t node, str_view host, s
         return no_connection;
     }
     detail::connection& c = conns_[free];
-    if (c.fd >= 0) {
+    if (c.io.fd() >= 0) {
         drop(free, now);
     }
     c.lookup.end();  // a lookup of its old master's host, if one runs, is kept
@@ -148,35 +93,26 @@ std::uint8_t client_base::cluster_connection(std::uint8_t node, str_view host, s
     c.failures = 0;
     c.timers.stop_all();
     c.report = detail::node_report{};
-    c.cluster = detail::cluster_state{};
-    memcpy(c.target.host, host.data, host.size);
-    c.target.host_size = static_cast<std::uint8_t>(host.size);
-    c.target.port = port;
+    c.cluster.reset();
+    c.target.set(host, port);
     return free;
 }
 
-bool client_base::cluster_redirect(std::uint8_t n, client_lock& l, std::uint32_t tag,
-                                   const resp_node* nodes, std::size_t count,
-                                   instant now) noexcept {
+bool client_base::follow_redirect(std::uint8_t n, client_lock& l, std::uint32_t tag,
+                                  const resp_node* nodes, std::size_t count, instant now) noexcept {
     const std::size_t i = count > 0 ? skip_attributes(nodes, count, 0) : 0;
-    if (i >= count || !nodes[i].is_error()) {
-        return false;
-    }
-    bool ask = false;
-    std::uint32_t slot = 0;
-    std::uint32_t port = 0;
-    str_view host;
-    if (!parse_redirect(nodes[i].text, ask, slot, host, port)) {
+    detail::redirect r;
+    if (i >= count || !nodes[i].is_error() || !cluster_router::parse_redirect(nodes[i].text, r)) {
         return false;
     }
     detail::connection& c = conns_[n];
     const std::uint8_t node = c.node;
-    if (host.empty()) {
-        host = endpoint_of(n).host;
+    if (r.host.empty()) {
+        r.host = endpoint_of(n).host;
     }
     // The reply stays readable: a connection taken back for room is never
     // this one, which serves the lock.
-    const std::uint8_t to = cluster_connection(node, host, static_cast<std::uint16_t>(port), now);
+    const std::uint8_t to = connection_to(node, r.host, r.port, now);
     if (to == no_connection) {
         c.report.error = node_error::server_error;
         c.report.set_message(
@@ -184,15 +120,15 @@ bool client_base::cluster_redirect(std::uint8_t n, client_lock& l, std::uint32_t
             "more extra connections)");
         return false;
     }
-    if (ask) {
+    if (r.ask) {
         l.ask_[node] = to;
     } else {
         for (client_lock* k = locks_; k != nullptr; k = k->next_) {
-            if (k->slot_ == slot) {
+            if (k->slot_ == r.slot) {
                 k->route_[node] = to;
             }
         }
-        conns_[node].cluster.map_due = true;  // more than this slot may have moved
+        conns_[node].cluster.want_map();  // more than this slot may have moved
     }
     l.machine_.redirected(node, tag);
     c.report.error = node_error::none;  // not an error: the node said where
@@ -201,89 +137,44 @@ bool client_base::cluster_redirect(std::uint8_t n, client_lock& l, std::uint32_t
     return true;
 }
 
-// Writes CLUSTER SLOTS on a Cluster node's own connection when the map is
-// due; false when it waits for room.
-bool client_base::queue_cluster_map(std::uint8_t n, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    if (c.address.seed_count == 0 || n >= node_count_ || !c.cluster.map_due || c.cluster.map_out ||
-        c.cluster.map_unread) {
-        return true;
-    }
-    const str_view ask[] = {"CLUSTER", "SLOTS"};
-    if (c.fifo.full() || sizeof c.tx - c.tx_size < resp_command_size(ask, 2)) {
-        return false;
-    }
-    c.tx_size += resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, ask, 2).size;
-    detail::in_flight f;
-    f.to = reply_to::cluster;
-    push_in_flight(n, f, now);
-    c.cluster.map_due = false;
-    c.cluster.map_out = true;
-    return true;
-}
+namespace {
 
-// [[first, last, [host, port, ...], [replica...]...], ...]: each range's
-// master becomes the route of the locks whose slot is in it.
-void client_base::cluster_map_reply(std::uint8_t n, const char* data, std::size_t size,
-                                    instant now) noexcept {
-    detail::connection& c = conns_[n];
-    c.cluster.map_out = false;
-    std::size_t ranges = 0;
-    std::size_t pos = 0;
-    if (!array_header(data, size, ranges, pos)) {
-        return;  // an error (a server not in cluster mode): MOVED will tell
-    }
-    resp_node* const range = nodes_;  // the reply is read here, range by range
-    for (std::size_t k = 0; k < ranges && pos < size; ++k) {
-        const resp_result r = resp_decode_whole(data + pos, size - pos, range,
-                                                EDGELOCK_CLIENT_REPLY_NODES, reply_limits());
-        if (r.status != resp_status::complete) {
-            return;  // a range with more replicas than nodes to read it: MOVED will tell
-        }
-        pos += r.size;
-        const bool shaped = r.nodes >= 6 && range[0].type == resp_type::array &&
-                            range[0].count >= 3 && range[1].type == resp_type::integer &&
-                            range[2].type == resp_type::integer &&
-                            range[3].type == resp_type::array && range[3].count >= 2 &&
-                            range[4].has_text() && range[5].type == resp_type::integer &&
-                            range[5].integer > 0 && range[5].integer <= 65535;
-        if (!shaped) {
-            continue;
-        }
-        str_view host = range[4].text;
-        if (host.empty() || host == str_view("?")) {
-            host = endpoint_of(n).host;  // the endpoint is the one asked
-        }
-        const std::int64_t first = range[1].integer;
-        const std::int64_t last = range[2].integer;
-        std::uint8_t to = no_connection;
-        for (client_lock* l = locks_; l != nullptr; l = l->next_) {
-            if (l->slot_ < first || l->slot_ > last) {
-                continue;
-            }
-            if (to == no_connection) {
-                to = cluster_connection(c.node, host, static_cast<std::uint16_t>(range[5].integer),
-                                        now);
-                if (to == no_connection) {
-                    break;  // the locks keep their routes; a MOVED says so
+// What slot_map_reply() hands the router for each range.
+struct map_context {
+    client_base* client;
+    std::uint8_t n;
+    instant now;
+    str_view asked;  // the host the map came from
+};
+
+}  // namespace
+
+// Each range's master becomes the route of the locks whose slot is in it.
+void client_base::slot_map_reply(std::uint8_t n, const char* data, std::size_t size,
+                                 instant now) noexcept {
+    struct apply {
+        static void range(void* ctx, const slot_range& r) {
+            map_context& m = *static_cast<map_context*>(ctx);
+            client_base& self = *m.client;
+            const std::uint8_t node = self.conns_[m.n].node;
+            const str_view host = r.host.empty() ? m.asked : r.host;
+            std::uint8_t to = no_connection;
+            for (client_lock* l = self.locks_; l != nullptr; l = l->next_) {
+                if (l->slot_ < r.first || l->slot_ > r.last) {
+                    continue;
                 }
+                if (to == no_connection) {
+                    to = self.connection_to(node, host, r.port, m.now);
+                    if (to == no_connection) {
+                        return;  // the locks keep their routes; a MOVED says so
+                    }
+                }
+                l->route_[node] = to;
             }
-            l->route_[c.node] = to;
         }
-    }
-}
-
-// A connection of a Cluster node failed: its own tries the next seed, and
-// the map is asked again (a master may be gone, its replica promoted).
-void client_base::cluster_lost(std::uint8_t n) noexcept {
-    detail::connection& c = conns_[n];
-    if (c.node == no_connection) {
-        return;
-    }
-    if (n < node_count_) {
-        c.cluster.seed = static_cast<std::uint8_t>((c.cluster.seed + 1) % c.address.seed_count);
-    }
-    conns_[c.node].cluster.map_due = true;
+    };
+    map_context m{this, n, now, endpoint_of(n).host};
+    conns_[n].cluster.on_map(data, size, nodes_, EDGELOCK_CLIENT_REPLY_NODES, &apply::range, &m);
 }
 
 }  // namespace edgelock

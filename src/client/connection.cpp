@@ -5,6 +5,7 @@
 #include "edgelock/client.hpp"
 
 #include "client_internal.hpp"
+#include "edgelock/detail/backoff.hpp"
 
 namespace edgelock {
 
@@ -24,14 +25,16 @@ bool keeps_message(node_error why) {
 void client_base::disconnect() noexcept {
     const instant now = port::now();
     for (std::uint8_t n = 0; n < conn_count_; ++n) {
-        if (conns_[n].fd >= 0) {
+        detail::connection& c = conns_[n];
+        if (c.io.fd() >= 0) {
             drop(n, now);
         }
-        conns_[n].lookup.end();
-        conns_[n].state = node_state::down;
-        conns_[n].failures = 0;
-        conns_[n].timers.stop_all();
-        watch_shut(n);
+        c.lookup.end();
+        c.state = node_state::down;
+        c.failures = 0;
+        c.timers.stop_all();
+        c.where.stop();
+        c.watch.shut(*transport_);
     }
 }
 
@@ -39,27 +42,16 @@ void client_base::disconnect() noexcept {
 void client_base::drop(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     ++churn_;
-    ++c.generation;
-    if (c.fd >= 0) {
-        transport_->close(n);
-        port::close(c.fd);
-        c.fd = -1;
-    }
+    c.io.close(*transport_);
     c.lookup.end();  // kept while it runs: the next attempt waits for it
     c.connected_size = 0;
-    c.opening = false;
-    c.rx_size = 0;
     c.tx_size = 0;
-    c.skip = 0;
     c.want_write = false;
-    c.decoder.reset();
     c.timers.stop(connection_timer::connect);
-    c.timers.stop(connection_timer::sentinel);
     c.timers.stop(connection_timer::stall);
     // The subscription serves this connection's tracking, which ends here.
-    sub_shut(n);
-    c.sub.phase = sub_phase::off;
-    c.sub.failures = 0;
+    c.sub.shut(*transport_);
+    c.redirect_due = false;
     for (std::size_t i = 0; i < c.fifo.size(); ++i) {
         if (c.fifo[i].to == reply_to::command && command_fn_ != nullptr) {
             const reply_callback fn = command_fn_;
@@ -84,16 +76,16 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
         l = next;
     }
     c.fifo.clear();
-    c.cluster.map_out = false;
+    c.cluster.map_lost();
 }
 
 void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
                        str_view text) noexcept {
     detail::connection& c = conns_[n];
-    if (c.sentinel.asking) {
+    if (c.where.asking()) {
         // A sentinel that cannot be reached or did not answer in time: the
         // next one; when none is left, the node fails with the last reason.
-        if (sentinel_next(n, now)) {
+        if (ask_next(n, now)) {
             return;
         }
         text = describe(why);
@@ -102,13 +94,13 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
     }
     if (why == node_error::reply_too_large && !c.fifo.empty() &&
         c.fifo.front().to == reply_to::cluster) {
-        c.cluster.map_unread = true;  // MOVED answers will do instead
+        c.cluster.map_unreadable();  // MOVED answers will do instead
     }
     c.report.error = why;
     c.report.code = code;
     // A server that hangs up on the set-up without a word is, most often, a
     // TLS server given a plaintext connection.
-    if (text.empty() && c.state == node_state::handshake && !c.heard && !c.address.tls &&
+    if (text.empty() && c.state == node_state::handshake && !c.io.heard() && !c.address.tls &&
         (why == node_error::reset || why == node_error::closed)) {
         text = "before any reply to the set-up (a TLS port? use rediss://)";
     }
@@ -119,23 +111,28 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
     }
     drop(n, now);
     c.state = node_state::backoff;
-    c.timers.set(connection_timer::backoff, backoff_until(c.failures, now));
-    if (c.address.seed_count > 0) {
-        cluster_lost(n);  // the next seed; the map asked again
+    c.timers.set(connection_timer::backoff, backoff_until(options_, random_, c.failures, now));
+    if (c.address.seed_count > 0 && c.node != no_connection) {
+        // The next seed; the map asked again (a master may be gone).
+        const bool own = n < node_count_;
+        conns_[c.node].cluster.connection_lost(own, c.address.seed_count);
     }
 }
 
-instant client_base::backoff_until(std::uint8_t& failures, instant now) noexcept {
+namespace detail {
+
+instant backoff_until(const client_options& o, const random_source& random, std::uint8_t& failures,
+                      instant now) noexcept {
     // Exponential backoff with jitter in [delay/2, delay].
-    std::uint64_t delay = options_.reconnect_min.us;
-    for (std::uint8_t i = 0; i < failures && delay < options_.reconnect_max.us; ++i) {
+    std::uint64_t delay = o.reconnect_min.us;
+    for (std::uint8_t i = 0; i < failures && delay < o.reconnect_max.us; ++i) {
         delay *= 2;
     }
-    if (delay > options_.reconnect_max.us) {
-        delay = options_.reconnect_max.us;
+    if (delay > o.reconnect_max.us) {
+        delay = o.reconnect_max.us;
     }
     std::uint64_t jittered = delay;
-    if (!random_between(random_, delay / 2, delay, jittered)) {
+    if (!random_between(random, delay / 2, delay, jittered)) {
         jittered = delay;
     }
     if (failures < 255) {
@@ -144,13 +141,26 @@ instant client_base::backoff_until(std::uint8_t& failures, instant now) noexcept
     return now + duration::micros(jittered);
 }
 
+}  // namespace detail
+
 void client_base::start_connect(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     c.timers.set(connection_timer::connect, now + options_.connect_timeout);
     c.timers.stop(connection_timer::backoff);
     if (c.address.sentinel_count > 0) {
-        sentinel_begin(n, now);  // where the master is first
-        return;
+        // Where the master is, first.
+        c.where.begin(now, c.timers.get(connection_timer::connect), options_.sentinel_timeout);
+    }
+    resolve(n, now);
+}
+
+void client_base::reconnect(std::uint8_t n, instant now, instant deadline) noexcept {
+    detail::connection& c = conns_[n];
+    drop(n, now);
+    c.state = node_state::connecting;
+    c.timers.set(connection_timer::connect, deadline);
+    if (c.where.asking()) {
+        c.where.restart(now, deadline, options_.sentinel_timeout);
     }
     resolve(n, now);
 }
@@ -205,21 +215,21 @@ void client_base::resolved(std::uint8_t n, instant now) noexcept {
 
 void client_base::connect_ready(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    if (c.opening) {
-        open_session(n, transport_->proceed(n, c.fd), now);
+    if (c.io.phase() == stream_phase::opening) {
+        open_session(n, c.io.proceed(*transport_), now);
         return;
     }
-    const port::net_result r = port::connect_finish(c.fd);
+    const port::net_result r = c.io.finish_connect();
     if (r.status == port::net_status::ok) {
         c.lookup.end();  // no other address is needed now
-        open_session(n, transport_->open(n, c.fd, c.address), now);
+        open_session(n, c.io.open(*transport_, session_peer_of(c.address, endpoint_of(n).host)),
+                     now);
         return;
     }
     if (r.status == port::net_status::in_progress) {
         return;  // a stale readiness report; the connect goes on
     }
-    port::close(c.fd);
-    c.fd = -1;
+    c.io.close(*transport_);
     c.connected_size = 0;
     c.report.error = from_net(r.status);
     c.report.code = r.code;
@@ -253,15 +263,15 @@ void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
         int fd = -1;
         const port::net_result r = port::connect(where, fd);
         if (r.status == port::net_status::ok) {
-            c.fd = fd;
+            c.io.attach(fd, true);
             c.lookup.end();
-            open_session(n, transport_->open(n, fd, c.address), now);
+            open_session(n, c.io.open(*transport_, session_peer_of(c.address, endpoint_of(n).host)),
+                         now);
             return;
         }
         if (r.status == port::net_status::in_progress) {
-            c.fd = fd;
+            c.io.attach(fd, false);
             c.state = node_state::connecting;
-            c.want_write = true;
             return;
         }
         why = from_net(r.status);
@@ -279,7 +289,6 @@ void client_base::open_session(std::uint8_t n, port::net_result r, instant now) 
         connected(n, now);
     } else if (r.status == port::net_status::in_progress) {
         c.state = node_state::connecting;
-        c.opening = true;
     } else {
         fail_io(n, r, now);
     }
@@ -288,24 +297,19 @@ void client_base::open_session(std::uint8_t n, port::net_result r, instant now) 
 void client_base::fail_io(std::uint8_t n, const port::net_result& r, instant now) noexcept {
     // The transport may know more than the status: a certificate that did
     // not verify, a server that does not speak TLS, an alert.
-    const node_error why = transport_->failure(n);
+    const detail::connection& c = conns_[n];
+    const node_error why = c.io.failure(*transport_);
     fail(n, why != node_error::none ? why : from_net(r.status), r.code, now,
-         transport_->failure_text(n));
+         c.io.failure_text(*transport_));
 }
 
 void client_base::connected(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     c.state = node_state::handshake;
-    c.opening = false;
     c.want_write = false;
-    c.heard = false;
-    c.rx_size = 0;
     c.tx_size = 0;
-    c.skip = 0;
     c.fifo.clear();
     c.timers.stop(connection_timer::stall);
-    c.decoder.set_limits(reply_limits());
-    c.decoder.reset();
     c.report.message_size = 0;
     c.report.warning = node_warning::none;  // this connection's INFO says anew
     c.report.policy_size = 0;
@@ -314,8 +318,20 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.report.tracking = false;
     c.report.resp2 = false;
     c.report.tracks_keys = false;
-    if (c.sentinel.asking) {
-        sentinel_query(n, now);  // a sentinel: where is the master?
+    if (c.where.asking()) {
+        // A sentinel: where is the master? [AUTH], then the question.
+        bool auth = false;
+        c.tx_size =
+            detail::sentinel_resolver::write_question(c.tx, sizeof c.tx, c.address, options_, auth);
+        detail::in_flight f;
+        f.to = reply_to::sentinel;
+        if (auth) {
+            f.tag = detail::sentinel_resolver::tag_auth;
+            push_in_flight(n, f, now);
+        }
+        f.tag = detail::sentinel_resolver::tag_master;
+        push_in_flight(n, f, now);
+        transmit(n, now);
         return;
     }
     c.setup.start(c.address, options_);

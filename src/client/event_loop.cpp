@@ -24,48 +24,25 @@ void add_entry(port::wait_entry* out, std::size_t capacity, std::size_t& count, 
 
 }  // namespace
 
+// Each connection's entries: the lock connection's (or its lookup's), its
+// subscription's and, for a node's own, its watch's.
 std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) const noexcept {
     std::size_t count = 0;
     for (std::uint8_t n = 0; n < conn_count_; ++n) {
         const detail::connection& c = conns_[n];
         if (c.state == node_state::resolving) {
             add_entry(out, capacity, count, c.lookup.fd(), port::want_read);
-        } else if (c.state == node_state::connecting) {
-            add_entry(
-                out, capacity, count, c.fd,
-                c.opening ? transport_->wants(n) : static_cast<std::uint8_t>(port::want_write));
         } else {
-            add_entry(
-                out, capacity, count, c.fd,
-                static_cast<std::uint8_t>(port::want_read | (c.want_write ? port::want_write : 0)));
+            add_entry(out, capacity, count, c.io.fd(), c.io.wants(*transport_, c.want_write));
         }
-        const detail::subscription& s = c.sub;
-        if (s.phase == sub_phase::connecting) {
-            add_entry(out, capacity, count, s.fd,
-                      s.opening ? transport_->wants(sub_index(n))
-                                : static_cast<std::uint8_t>(port::want_write));
-        } else {
-            const bool unsent = s.phase == sub_phase::setup && s.sent < s.setup_size;
-            add_entry(out, capacity, count, s.fd,
-                      static_cast<std::uint8_t>(port::want_read | (unsent ? port::want_write : 0)));
-        }
-    }
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
-        const detail::sentinel_watch& w = conns_[n].watch;
-        if (w.phase == watch_phase::resolving) {
-            add_entry(out, capacity, count, w.lookup.fd(), port::want_read);
-            continue;
-        }
-        const bool unsent =
-            w.phase == watch_phase::connecting || w.sent < w.setup_size || w.setup_size == 0;
-        add_entry(
-            out, capacity, count, w.fd,
-            static_cast<std::uint8_t>((w.phase == watch_phase::connecting ? 0 : port::want_read) |
-                                      (unsent ? port::want_write : 0)));
+        add_entry(out, capacity, count, c.sub.fd(), c.sub.wants(*transport_));
+        add_entry(out, capacity, count, c.watch.fd(), c.watch.wants(*transport_));
     }
     return count;
 }
 
+// A fold over what each part says of itself: the locks' machines and
+// timers, each connection's timers, its parts'.
 instant client_base::next_deadline() const noexcept {
     instant next = instant::never();
     const bool settled = all_settled();
@@ -80,28 +57,20 @@ instant client_base::next_deadline() const noexcept {
     }
     for (std::uint8_t n = 0; n < conn_count_; ++n) {
         const detail::connection& c = conns_[n];
-        if (!node_settled(n)) {
-            next = earliest(next, c.timers.get(connection_timer::connect));
-            if (c.sentinel.asking) {
-                next = earliest(next, c.timers.get(connection_timer::sentinel));
-            }
-        } else if (c.state == node_state::down && node_wanted(n)) {
+        const bool wanted = node_wanted(n);
+        if (c.state == node_state::down && wanted) {
             next = instant{0};
-        } else if (c.state == node_state::backoff && node_wanted(n)) {
-            next = earliest(next, c.timers.get(connection_timer::backoff));
-        } else if (c.state == node_state::ready && !c.fifo.empty()) {
-            next = earliest(next, c.timers.get(connection_timer::stall));
+        } else if (c.state != node_state::backoff || wanted) {
+            // A settled connection's connect timer is stopped; the stall
+            // timer runs only while requests are in flight.
+            next = earliest(next, c.timers.next());
         }
-        const sub_phase p = c.sub.phase;
-        if (p == sub_phase::connecting || p == sub_phase::setup ||
-            ((p == sub_phase::backoff || p == sub_phase::off) && sub_wanted(n))) {
-            next = earliest(next, p == sub_phase::off ? instant{0} : c.sub.due);
+        if (c.where.asking()) {
+            next = earliest(next, c.where.deadline());
         }
-        const watch_phase w = c.watch.phase;
-        if (n < node_count_ &&
-            (w == watch_phase::resolving || w == watch_phase::connecting ||
-             ((w == watch_phase::off || w == watch_phase::backoff) && watch_wanted(n)))) {
-            next = earliest(next, w == watch_phase::off ? instant{0} : c.watch.due);
+        next = earliest(next, c.sub.next_deadline(subscription_wanted(n), instant{0}));
+        if (n < node_count_) {
+            next = earliest(next, c.watch.next_deadline(failover_wanted(n), instant{0}));
         }
     }
     return next;
@@ -117,36 +86,29 @@ void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcep
             resolved(n, now);
             return;
         }
-        if (c.fd != fd) {
-            continue;
-        }
-        if (c.state == node_state::connecting) {
-            const std::uint8_t wanted =
-                c.opening ? transport_->wants(n) : static_cast<std::uint8_t>(port::want_write);
-            if ((events & (wanted | port::ready_error)) != 0) {
-                connect_ready(n, now);
+        if (c.io.fd() == fd) {
+            if (c.state == node_state::connecting) {
+                if (c.io.answers(*transport_, events)) {
+                    connect_ready(n, now);
+                }
+                return;
+            }
+            const std::uint32_t generation = c.io.generation();
+            if ((events & (port::want_read | port::ready_error)) != 0) {
+                read(n, now);
+            }
+            // Unless the read ended this connection (and maybe began another).
+            if (c.io.generation() == generation && (events & port::want_write) != 0) {
+                transmit(n, now);
             }
             return;
         }
-        const std::uint32_t generation = c.generation;
-        if ((events & (port::want_read | port::ready_error)) != 0) {
-            read(n, now);
-        }
-        // Unless the read ended this connection (and maybe began another).
-        if (c.fd >= 0 && c.generation == generation && (events & port::want_write) != 0) {
-            transmit(n, now);
-        }
-        return;
-    }
-    for (std::uint8_t n = 0; n < conn_count_; ++n) {
-        if (conns_[n].sub.fd == fd) {
-            sub_ready(n, events, now);
+        if (c.sub.fd() == fd) {
+            subscription_events(n, c.sub.on_ready(events, subscription_link(n), now), now);
             return;
         }
-    }
-    for (std::uint8_t n = 0; n < node_count_; ++n) {
-        if (watch_fd(n) == fd) {
-            watch_ready(n, events, now);
+        if (c.watch.fd() == fd) {
+            failover_events(n, c.watch.on_ready(events, failover_link(n), now), now);
             return;
         }
     }

@@ -1,14 +1,15 @@
 // The set-up of a new connection, as a machine: the requests (AUTH or HELLO 3,
 // SELECT, CLIENT SETNAME, INFO replication, memory and server, SCRIPT LOAD) and what
 // each reply means. No socket, no clock: the pipeline carries the bytes.
-#include "edgelock/handshake.hpp"
+#include "edgelock/detail/handshake.hpp"
 
 #include "edgelock/client.hpp"
+#include "edgelock/detail/server_info.hpp"
 #include "edgelock/lock_scripts.hpp"
 #include "edgelock/resp_encoder.hpp"
-#include "edgelock/server_info.hpp"
 
 namespace edgelock {
+namespace detail {
 
 namespace {
 
@@ -326,4 +327,5 @@ std::size_t subscription_setup(char* buf, std::size_t capacity, const node_addre
     return size + b.size;
 }
 
+}  // namespace detail
 }  // namespace edgelock

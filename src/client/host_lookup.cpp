@@ -1,6 +1,6 @@
 // A connection's host name lookup: the port's asynchronous lookup, one name's
 // at a time, kept across attempts (see host_lookup in client_connection.hpp).
-#include "edgelock/client_connection.hpp"
+#include "edgelock/detail/host_lookup.hpp"
 
 namespace edgelock {
 namespace detail {

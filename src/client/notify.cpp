@@ -24,9 +24,13 @@
 // Redis services often forbid) and a second connection per node; and over a
 // channel that releasers publish to, which hears only releases made by
 // clients that publish, not expiry, another client's release or a flush.
+#include "client_internal.hpp"
 #include "edgelock/client.hpp"
+#include "edgelock/resp_encoder.hpp"
 
 namespace edgelock {
+
+using namespace detail;
 
 namespace {
 
@@ -66,9 +70,8 @@ bool invalidation(const resp_node* nodes, std::size_t count, std::size_t& keys_a
 
 }  // namespace
 
-void client_base::on_push(std::uint8_t n, const resp_node* nodes, std::size_t count,
-                          instant now) noexcept {
-    (void)n;  // any node's word will do: a waiter retries on every node
+// Any node's word will do: a waiter retries on every node.
+void client_base::on_push(const resp_node* nodes, std::size_t count, instant now) noexcept {
     std::size_t keys_at = count;
     if (nodes != nullptr && !invalidation(nodes, count, keys_at)) {
         return;  // pub/sub or another push: not ours
@@ -113,6 +116,104 @@ void client_base::released_here(const client_lock& by, instant now) noexcept {
             wake(*l, now);
         }
     }
+}
+
+void client_base::push_to(void* ctx, const resp_node* nodes, std::size_t count,
+                          instant now) noexcept {
+    static_cast<client_base*>(ctx)->on_push(nodes, count, now);
+}
+
+bool client_base::subscription_wanted(std::uint8_t n) const noexcept {
+    const detail::connection& c = conns_[n];
+    return options_.notify && c.state == node_state::ready && c.report.tracks_keys &&
+           (c.report.resp2 || !options_.resp3);
+}
+
+detail::sub_link client_base::subscription_link(std::uint8_t n) noexcept {
+    const detail::connection& c = conns_[n];
+    detail::sub_link link;
+    link.via = transport_;
+    link.options = &options_;
+    link.address = &c.address;
+    const port::endpoint lock_connection = endpoint_of(n);
+    link.named = lock_connection.host;
+    link.where = lock_connection;
+    if (link.where.unix_path.empty()) {
+        link.where.host = str_view(c.connected_to, c.connected_size);
+    }
+    link.random = &random_;
+    link.nodes = nodes_;
+    link.node_capacity = EDGELOCK_CLIENT_REPLY_NODES;
+    link.push.fn = &client_base::push_to;
+    link.push.ctx = this;
+    return link;
+}
+
+void client_base::subscription_events(std::uint8_t n, std::uint8_t events, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    if ((events & sub_lost) != 0) {
+        c.report.tracking = false;  // its waiters poll until it is back
+        c.redirect_due = false;
+    }
+    if ((events & sub_listening) != 0) {
+        c.redirect_due = true;  // the lock connection sends it next (queue_extras)
+    }
+    if ((events & sub_told) != 0) {
+        c.report.tracking = true;
+    }
+    if ((events & (sub_missed | sub_told)) != 0) {
+        wake_all(now);  // whatever changed meanwhile was not told
+    }
+}
+
+// The lock connection accepted (or refused) the redirect to the
+// subscription whose id is `id`.
+void client_base::redirect_answer(std::uint8_t n, std::uint32_t id, const resp_node* nodes,
+                                  std::size_t count, instant now) noexcept {
+    const std::size_t top = count > 0 ? skip_attributes(nodes, count, 0) : 0;
+    const bool accepted = nodes != nullptr && top < count && !nodes[top].is_error();
+    subscription_events(
+        n, conns_[n].sub.on_redirect_answer(id, accepted, subscription_link(n), now), now);
+}
+
+// CLIENT TRACKING ON REDIRECT <id> OPTIN NOLOOP when the subscription is new,
+// and CLUSTER SLOTS when the map is due, ahead of the locks' requests.
+bool client_base::queue_extras(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    if (c.redirect_due) {
+        if (c.fifo.full()) {
+            return false;
+        }
+        const decimal_arg id(c.sub.id());
+        const str_view args[] = {"CLIENT",  "TRACKING", "ON",    "REDIRECT",
+                                 id.view(), "OPTIN",    "NOLOOP"};
+        const resp_encoded e =
+            resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, 7);
+        if (e.error != resp_encode_errc::ok) {
+            return false;
+        }
+        c.tx_size += e.size;
+        c.redirect_due = false;
+        detail::in_flight f;
+        f.tag = static_cast<std::uint32_t>(c.sub.id());
+        f.to = reply_to::tracking;
+        push_in_flight(n, f, now);
+    }
+    if (c.address.seed_count > 0 && n < node_count_ && c.cluster.map_wanted()) {
+        if (c.fifo.full()) {
+            return false;
+        }
+        const std::size_t size =
+            c.cluster.write_map_request(c.tx + c.tx_size, sizeof c.tx - c.tx_size);
+        if (size == 0) {
+            return false;
+        }
+        c.tx_size += size;
+        detail::in_flight f;
+        f.to = reply_to::cluster;
+        push_in_flight(n, f, now);
+    }
+    return true;
 }
 
 }  // namespace edgelock

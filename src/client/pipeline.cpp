@@ -1,32 +1,22 @@
 // Requests out and replies in, per connection: the in-flight FIFO, moving
 // the set-up's and the machines' requests into the send buffer and the buffer
-// into the transport, reading, decoding (one decoder per connection, resumed
-// across reads) and handing each reply to whoever asked.
+// into the transport, reading (the streams' one read loop, stream_read.hpp)
+// and handing each reply to whoever asked. What a reply means is its
+// receiver's to say: the handshake, a lock (lock_reply.cpp), a sentinel
+// (sentinel.cpp), the Cluster router (cluster.cpp), the subscription's
+// redirect (notify.cpp).
 #include "edgelock/client.hpp"
 
 #include <string.h>
 
 #include "client_internal.hpp"
+#include "stream_read.hpp"
 
 namespace edgelock {
 
 using namespace detail;
 
 namespace {
-
-// A reply to a lock request: an error is the node's latest reason (the
-// connection stays), anything else clears it.
-void note_lock_reply(detail::connection& c, const resp_node* nodes, std::size_t count) {
-    const std::size_t i = count > 0 ? skip_attributes(nodes, count, 0) : 0;
-    if (i < count && nodes[i].is_error()) {
-        c.report.error = node_error::server_error;
-        c.report.code = 0;
-        c.report.set_message(nodes[i].text);
-    } else if (c.report.error == node_error::server_error) {
-        c.report.error = node_error::none;
-        c.report.message_size = 0;
-    }
-}
 
 // The whole size of the bulk or verbatim string starting at `data` once its
 // header is in, for a reply too long to buffer; 0 when it is not one, its
@@ -52,9 +42,10 @@ std::size_t bulk_reply_size(const char* data, std::size_t size) {
 }
 
 // The reply in front made progress: the stall timer starts again, or stops
-// when nothing is left in flight.
+// when nothing is left in flight. It runs on a ready connection only: until
+// then the connect's timer bounds the wait.
 void progress(detail::connection& c, instant now, duration stall_timeout) {
-    if (c.fifo.empty()) {
+    if (c.fifo.empty() || c.state != node_state::ready) {
         c.timers.stop(connection_timer::stall);
     } else {
         c.timers.set(connection_timer::stall, now + stall_timeout);
@@ -65,7 +56,7 @@ void progress(detail::connection& c, instant now, duration stall_timeout) {
 
 bool client_base::push_in_flight(std::uint8_t n, const detail::in_flight& f, instant now) noexcept {
     detail::connection& c = conns_[n];
-    if (c.fifo.empty()) {
+    if (c.fifo.empty() && c.state == node_state::ready) {
         c.timers.set(connection_timer::stall, now + options_.stall_timeout);
     }
     return c.fifo.push(f);
@@ -104,11 +95,14 @@ void client_base::setup_reply(std::uint8_t n, std::uint32_t request, const resp_
         fail(n, c.report.error, 0, now);
     } else if (s == handshake_status::ready && c.state == node_state::handshake) {
         c.state = node_state::ready;
-        c.cluster.map_due = c.address.seed_count > 0 && n < node_count_;  // where the slots are
+        if (c.address.seed_count > 0 && n < node_count_) {
+            c.cluster.want_map();  // where the slots are
+        }
         c.report.error = node_error::none;
         c.report.code = 0;
         c.failures = 0;
         c.timers.stop(connection_timer::connect);
+        progress(c, now, options_.stall_timeout);  // the stall timer runs from here
     }
 }
 
@@ -116,8 +110,8 @@ void client_base::setup_reply(std::uint8_t n, std::uint32_t request, const resp_
 // socket, until one of them is full or nothing is left.
 void client_base::transmit(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    for (unsigned guard = 0; guard < 1024 && c.fd >= 0; ++guard) {
-        if (c.state == node_state::handshake && !c.sentinel.asking) {
+    for (unsigned guard = 0; guard < 1024 && c.io.is_open(); ++guard) {
+        if (c.state == node_state::handshake && !c.where.asking()) {
             queue_setup(n, now);
         } else if (c.state == node_state::ready) {
             queue_requests(n, now);
@@ -126,7 +120,7 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
             c.want_write = false;
             return;
         }
-        const port::net_result r = transport_->send(n, c.fd, c.tx, c.tx_size);
+        const port::net_result r = c.io.send(*transport_, c.tx, c.tx_size);
         if (r.status == port::net_status::would_block) {
             c.want_write = true;
             return;
@@ -144,7 +138,7 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
 
 void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    if (!queue_redirect(n, now) || !queue_cluster_map(n, now)) {
+    if (!queue_extras(n, now)) {
         return;  // they go first, once there is room
     }
     const std::uint8_t node = c.node;
@@ -208,203 +202,113 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
     }
 }
 
+// The read loop's handler for a lock connection: each reply to whoever
+// asked; an INFO too long for the buffer skipped.
+struct client_base::reply_reader {
+    client_base& self;
+    std::uint8_t n;
+    instant now;
+
+    void on_message(const stream_message& m) noexcept;
+    std::size_t oversize(const char* data, std::size_t size) noexcept;
+    void skipped() noexcept { progress(self.conns_[n], now, self.options_.stall_timeout); }
+};
+
 void client_base::read(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    const std::uint32_t generation = c.generation;
-    for (unsigned guard = 0; guard < 1024 && c.fd >= 0 && c.generation == generation; ++guard) {
-        if (c.rx_size == sizeof c.rx) {
-            fail(n, node_error::reply_too_large, 0, now);
-            return;
-        }
-        const std::size_t space = sizeof c.rx - c.rx_size;
-        const port::net_result r = transport_->recv(n, c.fd, c.rx + c.rx_size, space);
-        if (r.status == port::net_status::would_block) {
-            return;
-        }
-        if (r.status != port::net_status::ok) {
-            fail_io(n, r, now);
-            return;
-        }
-        c.rx_size += r.size;
-        c.heard = c.heard || r.size > 0;
-        process_replies(n, now);
-        if (c.generation != generation) {
-            return;  // another connection now (a sentinel named the master)
-        }
-        // A short read took everything the socket had: stop rather than pay
-        // a system call for the would-block. Data arriving later makes the fd
-        // readable again (level- and edge-triggered waits both report it);
-        // bytes the transport holds do not, so those are read now.
-        if (r.size < space && c.fd >= 0 && transport_->buffered(n) == 0) {
-            return;
-        }
+    reply_reader reader{*this, n, now};
+    port::net_result io;
+    switch (c.io.read(*transport_, nodes_, EDGELOCK_CLIENT_REPLY_NODES, reader, io)) {
+    case read_end::drained:
+    case read_end::stopped:
+        break;
+    case read_end::io_failed:
+        fail_io(n, io, now);
+        break;
+    case read_end::too_large:
+        fail(n, node_error::reply_too_large, 0, now);
+        break;
+    case read_end::malformed:
+        fail(n, node_error::protocol_error, 0, now);
+        break;
     }
 }
 
-void client_base::process_replies(std::uint8_t n, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    // A reply may end this connection and, for a sentinel's answer, make the
-    // next one at once: the buffer is then the new connection's.
-    const std::uint32_t generation = c.generation;
-    std::size_t pos = 0;
-    while (c.fd >= 0 && c.generation == generation && pos < c.rx_size) {
-        if (c.skip > 0) {
-            const std::size_t k = c.skip < c.rx_size - pos ? c.skip : c.rx_size - pos;
-            pos += k;
-            c.skip -= k;
-            progress(c, now, options_.stall_timeout);
-            continue;
+void client_base::reply_reader::on_message(const stream_message& m) noexcept {
+    detail::connection& c = self.conns_[n];
+    const bool kept = m.nodes != nullptr;
+    if (m.push) {
+        progress(c, now, self.options_.stall_timeout);
+        self.on_push(m.nodes, m.count, now);
+        return;  // not a reply: nothing in the FIFO answers it
+    }
+    if (c.fifo.empty()) {
+        self.fail(n, node_error::unexpected_reply, 0, now);
+        return;
+    }
+    const detail::in_flight f = c.fifo.front();
+    c.fifo.pop();
+    progress(c, now, self.options_.stall_timeout);
+    switch (f.to) {
+    case reply_to::discard:
+        break;
+    case reply_to::tracking:
+        self.redirect_answer(n, f.tag, m.nodes, m.count, now);
+        break;
+    case reply_to::sentinel:
+        self.master_answer(n, f.tag, m.nodes, m.count, now);
+        break;
+    case reply_to::cluster:
+        self.slot_map_reply(n, m.data, m.size, now);
+        break;
+    case reply_to::command:
+        if (self.command_fn_ != nullptr) {
+            const reply_callback fn = self.command_fn_;
+            self.command_fn_ = nullptr;
+            fn(self.command_ctx_, m.nodes, m.count);
         }
-        const char* const data = c.rx + pos;
-        const std::size_t size = c.rx_size - pos;
-        // A new reply is decoded straight into the node array. One that came
-        // in part before resumes where it stopped, measured only: the array
-        // serves every connection, so its nodes are collected once it is whole.
-        bool kept = !c.decoder.in_progress();
-        resp_result r = c.decoder.decode(data, size, kept ? nodes_ : nullptr,
-                                         kept ? EDGELOCK_CLIENT_REPLY_NODES : 0);
-        if (r.status == resp_status::error && r.error == resp_errc::node_capacity) {
-            // Too many nodes to keep (a large HELLO map): measure it instead.
-            c.decoder.reset();
-            r = c.decoder.decode(data, size, nullptr, 0);
-            kept = false;
-        }
-        const bool too_long =
-            (r.status == resp_status::incomplete && r.needed > sizeof c.rx) ||
-            (r.status == resp_status::error && r.error == resp_errc::bulk_too_long);
-        if (too_long && skip_info(n, pos, now)) {
-            continue;  // its bytes are skipped as they come
-        }
-        if (r.status == resp_status::incomplete) {
-            if (r.needed > sizeof c.rx) {
-                fail(n, node_error::reply_too_large, 0, now);
-                return;
-            }
-            break;
-        }
-        if (r.status == resp_status::error) {
-            fail(n,
-                 r.error == resp_errc::bulk_too_long || r.error == resp_errc::line_too_long ||
-                         r.error == resp_errc::too_many_elements
-                     ? node_error::reply_too_large
-                     : node_error::protocol_error,
-                 0, now);
-            return;
-        }
+        break;
+    case reply_to::setup:
         if (!kept) {
-            // Whole now: its nodes in one pass over it, when they fit.
-            const resp_result whole = resp_decode_whole(
-                data, r.size, nodes_, EDGELOCK_CLIENT_REPLY_NODES, reply_limits());
-            kept = whole.status == resp_status::complete;
-            r.nodes = kept ? whole.nodes : 0;
+            // Only an error needs reading, and an error is one node.
+            resp_node err;
+            const char first = m.data[0];
+            err.type = first == '-' ? resp_type::simple_error : resp_type::map;
+            self.setup_reply(n, f.tag, &err, first == '-' || first == '!' ? 1 : 0, now);
+        } else {
+            self.setup_reply(n, f.tag, m.nodes, m.count, now);
         }
-        const char first = data[0];
-        pos += r.size;
-        const bool push = kept ? nodes_[skip_attributes(nodes_, r.nodes, 0)].type == resp_type::push
-                               : first == '>';
-        if (push) {
-            progress(c, now, options_.stall_timeout);
-            on_push(n, kept ? nodes_ : nullptr, kept ? r.nodes : 0, now);
-            if (c.fd < 0) {
-                return;  // a callback dropped the connection
-            }
-            continue;  // not a reply: nothing in the FIFO answers it
-        }
-        if (c.fifo.empty()) {
-            fail(n, node_error::unexpected_reply, 0, now);
+        break;
+    case reply_to::lock:
+        if (!kept) {
+            self.fail(n, node_error::unexpected_reply, 0, now);
             return;
         }
-        const detail::in_flight f = c.fifo.front();
-        c.fifo.pop();
-        progress(c, now, options_.stall_timeout);
-        switch (f.to) {
-        case reply_to::discard:
-            break;
-        case reply_to::tracking:
-            tracking_reply(n, f.tag, kept ? nodes_ : nullptr, kept ? r.nodes : 0, now);
-            break;
-        case reply_to::sentinel:
-            sentinel_reply(n, f.tag, kept ? nodes_ : nullptr, kept ? r.nodes : 0, now);
-            break;
-        case reply_to::cluster:
-            cluster_map_reply(n, data, r.size, now);
-            break;
-        case reply_to::command:
-            if (command_fn_ != nullptr) {
-                const reply_callback fn = command_fn_;
-                command_fn_ = nullptr;
-                fn(command_ctx_, kept ? nodes_ : nullptr, kept ? r.nodes : 0);
-            }
-            break;
-        case reply_to::setup:
-            if (!kept) {
-                // Only an error needs reading, and an error is one node.
-                resp_node err;
-                err.type = first == '-' ? resp_type::simple_error : resp_type::map;
-                setup_reply(n, f.tag, &err, first == '-' || first == '!' ? 1 : 0, now);
-            } else {
-                setup_reply(n, f.tag, nodes_, r.nodes, now);
-            }
-            break;
-        case reply_to::lock:
-            if (!kept) {
-                fail(n, node_error::unexpected_reply, 0, now);
-                return;
-            }
-            // Before the machine: a callback it triggers may ask node(n) why.
-            note_lock_reply(c, nodes_, r.nodes);
-            if (c.address.seed_count > 0 && !f.follows &&
-                cluster_redirect(n, *f.lock, f.tag, nodes_, r.nodes, now)) {
-                // MOVED or ASK: nothing ran; the request goes out again where
-                // the node said, and the WAIT behind it here means nothing.
-                if (!c.fifo.empty() && c.fifo.front().lock == f.lock && c.fifo.front().follows) {
-                    c.fifo.front().to = reply_to::discard;
-                }
-                break;
-            }
-            f.lock->machine_.on_reply(c.node, f.tag, nodes_, r.nodes, now);
-            pump_events(*f.lock, now);
-            if (c.address.sentinel_count > 0 && c.generation == generation &&
-                c.report.error == node_error::server_error && c.report.message_size >= 8 &&
-                str_view(c.report.message, 8) == str_view("READONLY")) {
-                // The master was demoted under us: ask the sentinels again.
-                fail(n, node_error::replica, 0, now,
-                     str_view(c.report.message, c.report.message_size));
-            }
-            break;
-        }
-    }
-    if (c.fd < 0 || c.generation != generation) {
-        return;  // dropped meanwhile; the buffer is already empty (or another's)
-    }
-    if (pos > 0) {
-        memmove(c.rx, c.rx + pos, c.rx_size - pos);
-        c.rx_size -= pos;
+        self.lock_reply(n, f, m.nodes, m.count, now);
+        break;
     }
 }
 
 // A set-up INFO reply longer than the receive buffer (a future server's, say)
-// does not fail the node: when the reply at `pos` is one, it is answered as
+// does not fail the node: when the reply at `data` is one, it is answered as
 // "nothing known" now and its bytes are thrown away as they arrive.
-bool client_base::skip_info(std::uint8_t n, std::size_t pos, instant now) noexcept {
-    detail::connection& c = conns_[n];
+std::size_t client_base::reply_reader::oversize(const char* data, std::size_t size) noexcept {
+    detail::connection& c = self.conns_[n];
     if (c.fifo.empty()) {
-        return false;
+        return 0;
     }
     const detail::in_flight f = c.fifo.front();
     if (f.to != reply_to::setup || !handshake::reply_optional(static_cast<std::uint8_t>(f.tag))) {
-        return false;
+        return 0;
     }
-    const std::size_t size = bulk_reply_size(c.rx + pos, c.rx_size - pos);
-    if (size == 0) {
-        return false;
+    const std::size_t whole = bulk_reply_size(data, size);
+    if (whole == 0) {
+        return 0;
     }
     c.fifo.pop();
-    c.decoder.reset();
-    c.skip = size;
-    progress(c, now, options_.stall_timeout);
-    setup_reply(n, f.tag, nullptr, 0, now);
-    return true;
+    progress(c, now, self.options_.stall_timeout);
+    self.setup_reply(n, f.tag, nullptr, 0, now);
+    return whole;
 }
 
 }  // namespace edgelock

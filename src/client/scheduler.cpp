@@ -52,14 +52,13 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
             const client_lock::op queued = l.queued_;
             l.queued_ = client_lock::op::none;
             l.timers_.stop(client_lock::timer::begin_by);
-            if (l.waiter_ != nullptr) {
-                if (queued == client_lock::op::renew) {
-                    l.waiter_->event = ev;
-                } else {
-                    l.waiter_->error = client_errc::not_held;
-                }
-                l.waiter_ = nullptr;
+            op_result r;
+            if (queued == client_lock::op::renew) {
+                r.event = ev;
+            } else {
+                r.error = client_errc::not_held;
             }
+            l.finish(queued, r);
         }
         if (l.running_ != client_lock::op::none) {
             bool ends = false;
@@ -78,11 +77,11 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
                 break;
             }
             if (ends) {
+                const client_lock::op ended = l.running_;
                 l.running_ = client_lock::op::none;
-                if (l.waiter_ != nullptr) {
-                    l.waiter_->event = ev;
-                    l.waiter_ = nullptr;
-                }
+                op_result r;
+                r.event = ev;
+                l.finish(ended, r);
             }
         }
         notify(l, ev);
@@ -146,8 +145,7 @@ void client_base::connection_deadlines(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     c.lookup.tidy(now, lookup_max_age());  // a lookup kept from an earlier attempt
     const bool unsettled = !node_settled(n);
-    const bool sentinel_due =
-        c.sentinel.asking && c.timers.expired(connection_timer::sentinel, now);
+    const bool sentinel_due = c.where.asking() && c.where.expired(now);
     if (unsettled && (c.timers.expired(connection_timer::connect, now) || sentinel_due)) {
         if (c.state == node_state::resolving) {
             fail(n, node_error::resolve_timeout, 0, now);
@@ -156,8 +154,8 @@ void client_base::connection_deadlines(std::uint8_t n, instant now) noexcept {
         // Say which part ran out of time when it was the transport's own
         // handshake: a TLS server that never finishes it.
         str_view during;
-        if (c.opening) {
-            during = transport_->failure_text(n);
+        if (c.io.phase() == stream_phase::opening) {
+            during = c.io.failure_text(*transport_);
             if (during.empty()) {
                 during = transport_->secure() ? "TLS handshake" : "transport handshake";
             }
@@ -202,12 +200,10 @@ void client_base::begin(client_lock& l, instant now) noexcept {
         // reported), or the machine refused (no random bytes for a token).
         l.lock_error_ = e;
         l.running_ = client_lock::op::none;
-        if (l.waiter_ != nullptr) {
-            l.waiter_->error =
-                e == lock_errc::not_held ? client_errc::not_held : client_errc::lock_rejected;
-            l.waiter_->lock_error = e;
-            l.waiter_ = nullptr;
-        }
+        op_result r;
+        r.error = e == lock_errc::not_held ? client_errc::not_held : client_errc::lock_rejected;
+        r.lock_error = e;
+        l.finish(kind, r);
         if (kind == client_lock::op::acquire) {
             // An event-loop owner waits for an outcome: give it one.
             lock_event ev;
@@ -255,11 +251,18 @@ void client_base::service(instant now) noexcept {
         }
         // The subscriptions of RESP2 nodes: made, timed out, made again.
         for (std::uint8_t n = 0; n < conn_count_; ++n) {
-            sub_service(n, now);
+            detail::subscription& sub = conns_[n].sub;
+            const bool wanted = subscription_wanted(n);
+            if (wanted || sub.phase() == sub_phase::connecting || sub.phase() == sub_phase::setup) {
+                subscription_events(n, sub.service(wanted, subscription_link(n), now), now);
+            }
         }
         // The watches of Sentinel nodes: +switch-master.
         for (std::uint8_t n = 0; n < node_count_; ++n) {
-            watch_service(n, now);
+            if (conns_[n].address.sentinel_count > 0) {
+                failover_events(
+                    n, conns_[n].watch.service(failover_wanted(n), failover_link(n), now), now);
+            }
         }
         // Connect what someone needs.
         for (std::uint8_t n = 0; n < conn_count_; ++n) {

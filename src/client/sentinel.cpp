@@ -4,15 +4,19 @@
 // confirms a master: a node that turned replica fails with `replica`). Every
 // connect asks again, so a failover is followed by the next reconnect: after
 // a disconnect, a failed set-up, or a READONLY answer to a lock request (the
-// master was demoted under us), which drops the connection.
+// master was demoted under us), which drops the connection. The watch
+// (sentinel_watch.cpp) follows a +switch-master at once.
 //
 // The sentinels are asked in turn, each within sentinel_timeout, starting
 // with the one that answered last; the asking uses the node's own connection
-// (fd, buffers, pipeline), so it costs no memory and no fd of its own. The
-// asking and the master's connect and set-up share one connect_timeout, as
-// any node's connect does. When none answers with an address in time the node
-// fails with sentinel_failed and the last one's reason, and backs off like
-// any node.
+// (fd, buffers, pipeline, transport: TLS for rediss-sentinel://), so it costs
+// no memory and no fd of its own. The asking and the master's connect and
+// set-up share one connect_timeout, as any node's connect does. When none
+// answers with an address in time the node fails with sentinel_failed and
+// the last one's reason, and backs off like any node.
+//
+// The part that knows whom to ask and what an answer means is
+// detail::sentinel_resolver; the client's side is here.
 #include "client_internal.hpp"
 #include "edgelock/client.hpp"
 #include "edgelock/resp_encoder.hpp"
@@ -21,13 +25,6 @@
 namespace edgelock {
 
 using namespace detail;
-
-namespace {
-
-constexpr std::uint32_t ask_auth = 0;
-constexpr std::uint32_t ask_master = 1;
-
-}  // namespace
 
 namespace detail {
 
@@ -44,97 +41,60 @@ std::size_t encode_sentinel_auth(char* buf, std::size_t capacity, const client_o
     return resp_encode_command(buf, capacity, auth, argc).size;
 }
 
-}  // namespace detail
-
-port::endpoint client_base::endpoint_of(std::uint8_t n) const noexcept {
-    const detail::connection& c = conns_[n];
-    port::endpoint where;
-    where.host = c.address.host;
-    where.port = c.address.port;
-    where.unix_path = c.address.unix_path;
-    if (c.address.seed_count > 0 && n < node_count_) {
-        (void)node_url_seed(c.address, c.cluster.seed, where.host, where.port);
-    } else if (c.address.sentinel_count > 0 && c.sentinel.asking) {
-        const std::uint8_t i = static_cast<std::uint8_t>((c.sentinel.front + c.sentinel.tried) %
-                                                         c.address.sentinel_count);
-        (void)node_url_sentinel(c.address, i, where.host, where.port);
-    } else if (c.address.sentinel_count > 0 || c.address.seed_count > 0) {
-        // The master a sentinel named, or a Cluster master of an extra connection.
-        where.host = c.target.host_view();
-        where.port = c.target.port;
-    }
-    return where;
+void sentinel_resolver::begin(instant now, instant connect_deadline,
+                              duration sentinel_timeout) noexcept {
+    asking_ = true;
+    tried_ = 0;
+    restart(now, connect_deadline, sentinel_timeout);
 }
 
-void client_base::sentinel_begin(std::uint8_t n, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    c.sentinel.asking = true;
-    c.sentinel.tried = 0;
-    c.timers.set(connection_timer::sentinel, earliest(now + options_.sentinel_timeout,
-                                                      c.timers.get(connection_timer::connect)));
-    resolve(n, now);
+void sentinel_resolver::restart(instant now, instant connect_deadline,
+                                duration sentinel_timeout) noexcept {
+    timers_.set(timer::answer, earliest(now + sentinel_timeout, connect_deadline));
 }
 
-// The sentinel being asked failed us: the next one, within its own time and
-// what is left of the connect's. False when every sentinel has been asked, or
-// no time is left: the node fails.
-bool client_base::sentinel_next(std::uint8_t n, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    const instant deadline = c.timers.get(connection_timer::connect);
-    if (c.sentinel.tried + 1 >= c.address.sentinel_count || deadline <= now) {
-        c.sentinel.asking = false;
+bool sentinel_resolver::next(const node_address& a, instant now, instant connect_deadline,
+                             duration) noexcept {
+    if (tried_ + 1 >= a.sentinel_count || connect_deadline <= now) {
+        stop();
         return false;
     }
-    ++c.sentinel.tried;
-    sentinel_reconnect(n, now, deadline);
+    ++tried_;
     return true;
 }
 
-// Ends this connection and makes the next one (to a sentinel, or to the
-// master one named), to be set up by `deadline`.
-void client_base::sentinel_reconnect(std::uint8_t n, instant now, instant deadline) noexcept {
-    detail::connection& c = conns_[n];
-    drop(n, now);
-    c.state = node_state::connecting;
-    c.timers.set(connection_timer::connect, deadline);
-    if (c.sentinel.asking) {
-        c.timers.set(connection_timer::sentinel,
-                     earliest(now + options_.sentinel_timeout, deadline));
-    }
-    resolve(n, now);
+void sentinel_resolver::stop() noexcept {
+    asking_ = false;
+    timers_.stop(timer::answer);
 }
 
-// Connected to a sentinel: [AUTH], then where the master is.
-void client_base::sentinel_query(std::uint8_t n, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    c.state = node_state::handshake;
-    c.tx_size = encode_sentinel_auth(c.tx, sizeof c.tx, options_);
-    if (c.tx_size > 0) {
-        detail::in_flight f;
-        f.to = reply_to::sentinel;
-        f.tag = ask_auth;
-        push_in_flight(n, f, now);
+bool sentinel_resolver::sentinel(const node_address& a, str_view& host,
+                                 std::uint16_t& port) const noexcept {
+    if (a.sentinel_count == 0) {
+        return false;
     }
-    const str_view ask[] = {"SENTINEL", "get-master-addr-by-name", c.address.master_name};
-    const resp_encoded e = resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, ask, 3);
-    c.tx_size += e.size;
-    detail::in_flight f;
-    f.to = reply_to::sentinel;
-    f.tag = ask_master;
-    push_in_flight(n, f, now);
-    transmit(n, now);
+    const std::uint8_t i = static_cast<std::uint8_t>((front_ + tried_) % a.sentinel_count);
+    return node_url_sentinel(a, i, host, port);
 }
 
-void client_base::sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
-                                 std::size_t count, instant now) noexcept {
-    detail::connection& c = conns_[n];
+std::size_t sentinel_resolver::write_question(char* buf, std::size_t capacity,
+                                              const node_address& a, const client_options& o,
+                                              bool& auth) noexcept {
+    std::size_t size = encode_sentinel_auth(buf, capacity, o);
+    auth = size > 0;
+    const str_view ask[] = {"SENTINEL", "get-master-addr-by-name", a.master_name};
+    const resp_encoded e = resp_encode_command(buf + size, capacity - size, ask, 3);
+    return e.error == resp_encode_errc::ok ? size + e.size : 0;
+}
+
+sentinel_resolver::answer sentinel_resolver::on_reply(std::uint32_t tag, const resp_node* nodes,
+                                                      std::size_t count, const node_address& a,
+                                                      peer& master) noexcept {
     const std::size_t top = count > 0 ? skip_attributes(nodes, count, 0) : 0;
     const bool error = nodes != nullptr && top < count && nodes[top].is_error();
-    if (error) {
-        c.report.set_message(nodes[top].text);
-    }
-    if (tag == ask_auth && !error) {
-        return;  // +OK; the address comes next
+    why_ = error ? nodes[top].text : str_view();
+    if (tag == tag_auth && !error) {
+        return answer::wait;  // +OK; the address comes next
     }
     // [host, port]: two strings.
     std::uint32_t port = 0;
@@ -145,28 +105,103 @@ void client_base::sentinel_reply(std::uint8_t n, std::uint32_t tag, const resp_n
     found = found && url_detail::parse_decimal(nodes[top + 2].text, 65535, port) && port > 0;
     if (!found) {
         if (!error) {
-            c.report.set_message(nodes != nullptr && top < count &&
-                                         nodes[top].type == resp_type::null
-                                     ? str_view("the sentinel does not know the master name")
-                                     : str_view("a sentinel answer that is not [host, port]"));
+            why_ = nodes != nullptr && top < count && nodes[top].type == resp_type::null
+                       ? str_view("the sentinel does not know the master name")
+                       : str_view("a sentinel answer that is not [host, port]");
         }
-        if (!sentinel_next(n, now)) {
+        return answer::refused;
+    }
+    master.set(nodes[top + 1].text, static_cast<std::uint16_t>(port));
+    front_ = static_cast<std::uint8_t>((front_ + tried_) % a.sentinel_count);
+    stop();
+    return answer::found;
+}
+
+}  // namespace detail
+
+port::endpoint client_base::endpoint_of(std::uint8_t n) const noexcept {
+    const detail::connection& c = conns_[n];
+    port::endpoint where;
+    where.host = c.address.host;
+    where.port = c.address.port;
+    where.unix_path = c.address.unix_path;
+    if (c.address.seed_count > 0 && n < node_count_) {
+        (void)node_url_seed(c.address, c.cluster.seed(), where.host, where.port);
+    } else if (c.address.sentinel_count > 0 && c.where.asking()) {
+        (void)c.where.sentinel(c.address, where.host, where.port);
+    } else if (c.address.sentinel_count > 0 || c.address.seed_count > 0) {
+        // The master a sentinel named, or a Cluster master of an extra connection.
+        where.host = c.target.host_view();
+        where.port = c.target.port;
+    }
+    return where;
+}
+
+bool client_base::ask_next(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    const instant deadline = c.timers.get(connection_timer::connect);
+    if (!c.where.next(c.address, now, deadline, options_.sentinel_timeout)) {
+        return false;
+    }
+    reconnect(n, now, deadline);
+    return true;
+}
+
+void client_base::master_answer(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
+                                std::size_t count, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    const sentinel_resolver::answer a = c.where.on_reply(tag, nodes, count, c.address, c.target);
+    if (a == sentinel_resolver::answer::wait) {
+        return;
+    }
+    if (a == sentinel_resolver::answer::refused) {
+        c.report.set_message(c.where.why());
+        if (!ask_next(n, now)) {
             fail(n, node_error::sentinel_failed, 0, now, str_view());
         }
         return;
     }
-    const str_view host = nodes[top + 1].text;
-    for (std::size_t i = 0; i < host.size; ++i) {
-        c.target.host[i] = host[i];
-    }
-    c.target.host_size = static_cast<std::uint8_t>(host.size);
-    c.target.port = static_cast<std::uint16_t>(port);
-    c.sentinel.front =
-        static_cast<std::uint8_t>((c.sentinel.front + c.sentinel.tried) % c.address.sentinel_count);
-    c.sentinel.asking = false;
     c.report.message_size = 0;
     // Now to the master, in what is left of the connect's time.
-    sentinel_reconnect(n, now, c.timers.get(connection_timer::connect));
+    reconnect(n, now, c.timers.get(connection_timer::connect));
+}
+
+bool client_base::failover_wanted(std::uint8_t n) const noexcept {
+    return n < node_count_ && conns_[n].address.sentinel_count > 0 && node_wanted(n);
+}
+
+detail::watch_link client_base::failover_link(std::uint8_t n) noexcept {
+    detail::watch_link link;
+    link.via = transport_;
+    link.options = &options_;
+    link.address = &conns_[n].address;
+    link.front = conns_[n].where.front();
+    link.lookup_max_age = lookup_max_age();
+    link.random = &random_;
+    link.nodes = nodes_;
+    link.node_capacity = EDGELOCK_CLIENT_REPLY_NODES;
+    return link;
+}
+
+void client_base::failover_events(std::uint8_t n, std::uint8_t events, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    if ((events & watch_missed) != 0 && c.io.fd() >= 0) {
+        drop(n, now);  // made again by asking the sentinels
+        c.state = node_state::down;
+        return;
+    }
+    if ((events & watch_switched) == 0) {
+        return;
+    }
+    const peer& to = c.watch.announced();
+    if (c.target.is(to.host_view(), to.port) && c.state == node_state::ready) {
+        return;  // already there
+    }
+    c.target = to;
+    if ((c.io.fd() >= 0 || c.state == node_state::resolving) && !c.where.asking()) {
+        // Straight to the new master, with a connect's whole time.
+        reconnect(n, now, now + options_.connect_timeout);
+    }
 }
 
 }  // namespace edgelock

@@ -9,22 +9,24 @@
 // any disconnect).
 //
 // The watch is made while the node is wanted, to the sentinel that answered
-// last, the next one after each failure (with the node's backoff), over the
-// socket itself (no transport: sentinels are spoken to in plain TCP), with
-// the sentinel's own password when client_options has one. A sentinel given
-// by name is looked up as the lock connection's hosts are (host_lookup),
-// within the same sentinel_timeout as the connect. Its buffer holds one
-// message at a time; anything else that comes is read and ignored.
-#include <string.h>
+// last, the next one after each failure (with the node's backoff), through
+// the client's transport (TLS for rediss-sentinel://), with the sentinel's
+// own password when client_options has one. A sentinel given by name is
+// looked up as the lock connection's hosts are (host_lookup), within the
+// same sentinel_timeout as the connect. Its buffer holds one message at a
+// time; one longer than that means a switch may have been missed, and the
+// lock connection asks the sentinels again.
+#include "edgelock/detail/sentinel_watch.hpp"
 
 #include "client_internal.hpp"
 #include "edgelock/client.hpp"
+#include "edgelock/detail/backoff.hpp"
 #include "edgelock/resp_encoder.hpp"
 #include "node_url_internal.hpp"
+#include "stream_read.hpp"
 
 namespace edgelock {
-
-using namespace detail;
+namespace detail {
 
 namespace {
 
@@ -37,7 +39,7 @@ std::size_t watch_setup(char* buf, std::size_t capacity, const client_options& o
     return size;
 }
 
-// The next whitespace-separated word of `s` from `pos`.
+// The next space-separated word of `s` from `pos`.
 str_view next_word(str_view s, std::size_t& pos) {
     while (pos < s.size && s[pos] == ' ') {
         ++pos;
@@ -51,195 +53,203 @@ str_view next_word(str_view s, std::size_t& pos) {
 
 }  // namespace
 
-bool client_base::watch_wanted(std::uint8_t n) const noexcept {
-    return n < node_count_ && conns_[n].address.sentinel_count > 0 && node_wanted(n);
+int sentinel_watch::fd() const noexcept {
+    return phase_ == watch_phase::resolving ? lookup_.fd() : io_.fd();
 }
 
-int client_base::watch_fd(std::uint8_t n) const noexcept {
-    const sentinel_watch& w = conns_[n].watch;
-    return w.phase == watch_phase::resolving ? w.lookup.fd() : w.fd;
+std::uint8_t sentinel_watch::wants(const transport& t) const noexcept {
+    if (phase_ == watch_phase::resolving) {
+        return port::want_read;
+    }
+    return io_.wants(t, sent_ < setup_size_ || setup_size_ == 0);
 }
 
-void client_base::watch_service(std::uint8_t n, instant now) noexcept {
-    sentinel_watch& w = conns_[n].watch;
-    w.lookup.tidy(now, lookup_max_age());
-    if ((w.phase == watch_phase::resolving || w.phase == watch_phase::connecting) && w.due <= now) {
-        watch_close(n, now);  // the sentinel did not take the connection in time
+instant sentinel_watch::next_deadline(bool wanted, instant now) const noexcept {
+    switch (phase_) {
+    case watch_phase::off:
+        return wanted ? now : instant::never();
+    case watch_phase::backoff:
+        return wanted ? timers_.get(timer::due) : instant::never();
+    case watch_phase::resolving:
+    case watch_phase::connecting:
+        return timers_.get(timer::due);
+    case watch_phase::listening:
+        break;
     }
-    if ((w.phase == watch_phase::off || (w.phase == watch_phase::backoff && w.due <= now)) &&
-        watch_wanted(n)) {
-        watch_connect(n, now);
+    return instant::never();
+}
+
+std::uint8_t sentinel_watch::service(bool wanted, const watch_link& link, instant now) noexcept {
+    lookup_.tidy(now, link.lookup_max_age);
+    std::uint8_t out = watch_none;
+    if ((phase_ == watch_phase::resolving || phase_ == watch_phase::connecting) &&
+        timers_.expired(timer::due, now)) {
+        out = close(link, now);  // the sentinel did not take the connection in time
     }
+    if (wanted && (phase_ == watch_phase::off ||
+                   (phase_ == watch_phase::backoff && timers_.expired(timer::due, now)))) {
+        out = static_cast<std::uint8_t>(out | connect(link, now));
+    }
+    return out;
 }
 
 // The sentinel the watch goes to now.
-bool client_base::watch_sentinel(std::uint8_t n, port::endpoint& where) const noexcept {
-    const detail::connection& c = conns_[n];
-    const std::uint8_t i =
-        static_cast<std::uint8_t>((c.sentinel.front + c.watch.tried) % c.address.sentinel_count);
-    return node_url_sentinel(c.address, i, where.host, where.port);
+bool sentinel_watch::sentinel(const watch_link& link, str_view& host,
+                              std::uint16_t& port) const noexcept {
+    const node_address& a = *link.address;
+    if (a.sentinel_count == 0) {
+        return false;
+    }
+    const std::uint8_t i = static_cast<std::uint8_t>((link.front + tried_) % a.sentinel_count);
+    return node_url_sentinel(a, i, host, port);
 }
 
-void client_base::watch_connect(std::uint8_t n, instant now) noexcept {
-    sentinel_watch& w = conns_[n].watch;
-    port::endpoint where;
-    if (!watch_sentinel(n, where)) {
-        watch_close(n, now);
-        return;
+std::uint8_t sentinel_watch::connect(const watch_link& link, instant now) noexcept {
+    std::uint16_t port = 0;
+    if (!sentinel(link, named_, port)) {
+        return close(link, now);
     }
-    w.rx_size = 0;
-    w.sent = 0;
-    w.due = now + options_.sentinel_timeout;
-    const port::net_result r = w.lookup.begin(where.host, now, lookup_max_age());
+    sent_ = 0;
+    setup_size_ = 0;
+    timers_.set(timer::due, now + link.options->sentinel_timeout);
+    const port::net_result r = lookup_.begin(named_, now, link.lookup_max_age);
     if (r.status == port::net_status::ok) {
-        watch_dial(n, now);
-    } else if (r.status == port::net_status::in_progress) {
-        w.phase = watch_phase::resolving;
-    } else {
-        watch_close(n, now);
+        return dial(link, now);
     }
+    if (r.status == port::net_status::in_progress) {
+        phase_ = watch_phase::resolving;
+        return watch_none;
+    }
+    return close(link, now);
 }
 
 // The sentinel's host is looked up: connects to its first address.
-void client_base::watch_dial(std::uint8_t n, instant now) noexcept {
-    sentinel_watch& w = conns_[n].watch;
+std::uint8_t sentinel_watch::dial(const watch_link& link, instant now) noexcept {
     port::endpoint where;
     char address[port::address_text_capacity];
-    const std::size_t size = w.lookup.address(0, address, sizeof address);
-    w.lookup.end();
-    if (size == 0 || !watch_sentinel(n, where)) {
-        watch_close(n, now);
-        return;
+    const std::size_t size = lookup_.address(0, address, sizeof address);
+    lookup_.end();
+    if (size == 0 || !sentinel(link, named_, where.port)) {
+        return close(link, now);
     }
     where.host = str_view(address, size);
     int fd = -1;
     const port::net_result r = port::connect(where, fd);
-    if (r.status == port::net_status::ok || r.status == port::net_status::in_progress) {
-        w.fd = fd;
-        w.phase =
-            r.status == port::net_status::ok ? watch_phase::listening : watch_phase::connecting;
-        if (w.phase == watch_phase::listening) {
-            watch_send(n, now);
-        }
-        return;
+    if (r.status != port::net_status::ok && r.status != port::net_status::in_progress) {
+        return close(link, now);
     }
-    watch_close(n, now);
+    phase_ = watch_phase::connecting;
+    io_.attach(fd, r.status == port::net_status::ok);
+    if (r.status == port::net_status::ok) {
+        return opened(io_.open(*link.via, session_peer_of(*link.address, named_)), link, now);
+    }
+    return watch_none;
+}
+
+std::uint8_t sentinel_watch::opened(port::net_result r, const watch_link& link,
+                                    instant now) noexcept {
+    if (r.status == port::net_status::in_progress) {
+        return watch_none;
+    }
+    if (r.status != port::net_status::ok) {
+        return close(link, now);
+    }
+    phase_ = watch_phase::listening;
+    timers_.stop(timer::due);
+    sent_ = 0;
+    return send_setup(link, now);
 }
 
 // Sends what is left of the set-up, written afresh each time (it may hold
 // the sentinel's password).
-void client_base::watch_send(std::uint8_t n, instant now) noexcept {
-    sentinel_watch& w = conns_[n].watch;
+std::uint8_t sentinel_watch::send_setup(const watch_link& link, instant now) noexcept {
     char buf[watch_setup_capacity];
-    const std::size_t size = watch_setup(buf, sizeof buf, options_);
+    const std::size_t size = watch_setup(buf, sizeof buf, *link.options);
     port::net_result r{port::net_status::ok};
-    if (size > w.sent) {
-        r = port::send(w.fd, buf + w.sent, size - w.sent);
+    if (size > sent_) {
+        r = io_.send(*link.via, buf + sent_, size - sent_);
     }
-    volatile char* wipe = buf;
-    for (std::size_t i = 0; i < size; ++i) {
-        wipe[i] = 0;
-    }
+    wipe(buf, size);
     if (r.status == port::net_status::would_block) {
-        return;
+        return watch_none;
     }
     if (r.status != port::net_status::ok) {
-        watch_close(n, now);
-        return;
+        return close(link, now);
     }
-    w.sent = static_cast<std::uint16_t>(w.sent + r.size);
-    w.setup_size = static_cast<std::uint16_t>(size);
+    sent_ = static_cast<std::uint16_t>(sent_ + r.size);
+    setup_size_ = static_cast<std::uint16_t>(size);
+    return watch_none;
 }
 
-void client_base::watch_ready(std::uint8_t n, std::uint8_t events, instant now) noexcept {
-    sentinel_watch& w = conns_[n].watch;
-    if (w.phase == watch_phase::resolving) {
-        const port::net_result r = w.lookup.result();
+std::uint8_t sentinel_watch::on_ready(std::uint8_t events, const watch_link& link,
+                                      instant now) noexcept {
+    if (phase_ == watch_phase::resolving) {
+        const port::net_result r = lookup_.result();
         if (r.status == port::net_status::ok) {
-            watch_dial(n, now);
-        } else if (r.status != port::net_status::in_progress) {
-            watch_close(n, now);
+            return dial(link, now);
         }
-        return;
+        return r.status == port::net_status::in_progress ? watch_none : close(link, now);
     }
-    if (w.phase == watch_phase::connecting) {
-        if ((events & (port::want_write | port::ready_error)) == 0) {
-            return;
+    if (io_.phase() == stream_phase::connecting) {
+        if (!io_.answers(*link.via, events)) {
+            return watch_none;
         }
-        const port::net_result r = port::connect_finish(w.fd);
-        if (r.status == port::net_status::in_progress) {
-            return;
+        const port::net_result r = io_.finish_connect();
+        if (r.status == port::net_status::ok) {
+            return opened(io_.open(*link.via, session_peer_of(*link.address, named_)), link, now);
         }
-        if (r.status != port::net_status::ok) {
-            watch_close(n, now);
-            return;
-        }
-        w.phase = watch_phase::listening;
-        w.sent = 0;
+        return r.status == port::net_status::in_progress ? watch_none : close(link, now);
     }
-    if (w.sent < w.setup_size || w.setup_size == 0) {
-        watch_send(n, now);
+    if (io_.phase() == stream_phase::opening) {
+        return io_.answers(*link.via, events) ? opened(io_.proceed(*link.via), link, now)
+                                              : watch_none;
     }
-    if (w.fd >= 0 && (events & (port::want_read | port::ready_error)) != 0) {
-        watch_read(n, now);
+    if (phase_ != watch_phase::listening) {
+        return watch_none;
     }
+    std::uint8_t out = watch_none;
+    if (sent_ < setup_size_ || setup_size_ == 0) {
+        out = send_setup(link, now);
+    }
+    if (io_.fd() >= 0 && (events & (port::want_read | port::ready_error)) != 0) {
+        out = static_cast<std::uint8_t>(out | read(link, now));
+    }
+    return out;
 }
 
-void client_base::watch_read(std::uint8_t n, instant now) noexcept {
-    sentinel_watch& w = conns_[n].watch;
-    for (unsigned guard = 0; guard < 64 && w.fd >= 0; ++guard) {
-        const std::size_t space = sizeof w.rx - w.rx_size;
-        const port::net_result r = port::recv(w.fd, w.rx + w.rx_size, space);
-        if (r.status == port::net_status::would_block) {
-            return;
-        }
-        if (r.status != port::net_status::ok) {
-            watch_close(n, now);
-            return;
-        }
-        w.rx_size += r.size;
-        std::size_t pos = 0;
-        while (w.fd >= 0 && pos < w.rx_size) {
-            const resp_result m = resp_decode_whole(w.rx + pos, w.rx_size - pos, nodes_,
-                                                    EDGELOCK_CLIENT_REPLY_NODES, reply_limits());
-            const bool truncated =
-                m.status == resp_status::error && m.error == resp_errc::truncated;
-            if (truncated && w.rx_size - pos < sizeof w.rx) {
-                break;  // the rest is still to come
-            }
-            if (m.status != resp_status::complete) {
-                // Malformed or too long: a switch may have been missed, so
-                // the lock connection asks the sentinels again.
-                watch_close(n, now);
-                if (conns_[n].fd >= 0) {
-                    drop(n, now);  // made again by asking the sentinels
-                    conns_[n].state = node_state::down;
-                }
-                return;
-            }
-            pos += m.size;
-            watch_message(n, nodes_, m.nodes, now);
-        }
-        if (w.fd < 0) {
-            return;
-        }
-        memmove(w.rx, w.rx + pos, w.rx_size - pos);
-        w.rx_size -= pos;
-        if (r.size < space) {
-            return;
-        }
+std::uint8_t sentinel_watch::read(const watch_link& link, instant now) noexcept {
+    events_ = watch_none;
+    refused_ = false;
+    link_ = &link;
+    port::net_result io;
+    const read_end e = io_.read(*link.via, link.nodes, link.node_capacity, *this, io);
+    link_ = nullptr;
+    std::uint8_t out = events_;
+    if (refused_ || e == read_end::io_failed) {
+        out = static_cast<std::uint8_t>(out | close(link, now));
+    } else if ((events_ & watch_missed) != 0 || e == read_end::too_large ||
+               e == read_end::malformed) {
+        // A switch may have been missed: the lock connection asks again.
+        out = static_cast<std::uint8_t>(out | close(link, now) | watch_missed);
     }
+    return out;
 }
 
 // ["subscribe", "+switch-master", 1] confirms; ["message", "+switch-master",
 // "NAME old-ip old-port new-ip new-port"] announces; an error refuses.
-void client_base::watch_message(std::uint8_t n, const resp_node* nodes, std::size_t count,
-                                instant now) noexcept {
-    detail::connection& c = conns_[n];
-    sentinel_watch& w = c.watch;
+void sentinel_watch::on_message(const stream_message& m) noexcept {
+    if (refused_ || (events_ & watch_missed) != 0) {
+        return;
+    }
+    const resp_node* nodes = m.nodes;
+    const std::size_t count = m.count;
+    if (nodes == nullptr) {
+        events_ |= watch_missed;  // more than the node array: not one we can read
+        return;
+    }
     const std::size_t top = count > 0 ? skip_attributes(nodes, count, 0) : 0;
     if (top < count && nodes[top].is_error()) {
-        watch_close(n, now);  // a sentinel that will not tell us: the next one
+        refused_ = true;  // a sentinel that will not tell us: the next one
         return;
     }
     const bool message = top + 3 < count && nodes[top].type == resp_type::array &&
@@ -248,7 +258,7 @@ void client_base::watch_message(std::uint8_t n, const resp_node* nodes, std::siz
     if (!message) {
         if (top + 1 < count && nodes[top + 1].has_text() &&
             nodes[top + 1].text == str_view("subscribe")) {
-            w.failures = 0;  // listening: a good sentinel
+            failures_ = 0;  // listening: a good sentinel
         }
         return;
     }
@@ -260,50 +270,36 @@ void client_base::watch_message(std::uint8_t n, const resp_node* nodes, std::siz
     const str_view host = next_word(payload, pos);
     const str_view port_text = next_word(payload, pos);
     std::uint32_t port = 0;
-    if (name != c.address.master_name || host.empty() || host.size > node_url_max_host ||
+    if (name != link_->address->master_name || host.empty() || host.size > node_url_max_host ||
         !url_detail::parse_decimal(port_text, 65535, port) || port == 0) {
         return;  // another master's, or not one we can read
     }
-    if (c.target.port == port && c.target.host_view() == host && c.state == node_state::ready) {
-        return;  // already there
-    }
-    memcpy(c.target.host, host.data, host.size);
-    c.target.host_size = static_cast<std::uint8_t>(host.size);
-    c.target.port = static_cast<std::uint16_t>(port);
-    if ((c.fd >= 0 || c.state == node_state::resolving) && !c.sentinel.asking) {
-        // Straight to the new master, with a connect's whole time.
-        sentinel_reconnect(n, now, now + options_.connect_timeout);
-    }
+    announced_.set(host, static_cast<std::uint16_t>(port));
+    events_ |= watch_switched;
 }
 
-void client_base::watch_close(std::uint8_t n, instant now) noexcept {
-    detail::connection& c = conns_[n];
-    sentinel_watch& w = c.watch;
-    if (w.fd >= 0) {
-        port::close(w.fd);
-        w.fd = -1;
+std::uint8_t sentinel_watch::close(const watch_link& link, instant now) noexcept {
+    io_.close(*link.via);
+    lookup_.end();
+    sent_ = 0;
+    setup_size_ = 0;
+    phase_ = watch_phase::backoff;
+    if (link.address->sentinel_count > 0) {
+        tried_ = static_cast<std::uint8_t>((tried_ + 1) % link.address->sentinel_count);
     }
-    w.lookup.end();
-    w.rx_size = 0;
-    w.sent = 0;
-    w.setup_size = 0;
-    w.phase = watch_phase::backoff;
-    if (c.address.sentinel_count > 0) {
-        w.tried = static_cast<std::uint8_t>((w.tried + 1) % c.address.sentinel_count);
-    }
-    w.due = backoff_until(w.failures, now);
+    timers_.set(timer::due, backoff_until(*link.options, *link.random, failures_, now));
+    return watch_none;
 }
 
-void client_base::watch_shut(std::uint8_t n) noexcept {
-    sentinel_watch& w = conns_[n].watch;
-    if (w.fd >= 0) {
-        port::close(w.fd);
-        w.fd = -1;
-    }
-    w.lookup.end();
-    w.phase = watch_phase::off;
-    w.failures = 0;
-    w.rx_size = 0;
+void sentinel_watch::shut(transport& t) noexcept {
+    io_.close(t);
+    lookup_.end();
+    phase_ = watch_phase::off;
+    failures_ = 0;
+    sent_ = 0;
+    setup_size_ = 0;
+    timers_.stop(timer::due);
 }
 
+}  // namespace detail
 }  // namespace edgelock

@@ -1,8 +1,9 @@
 // Reading INFO text; see server_info.hpp. Pure: no state, no I/O, nothing
 // read outside the given bytes.
-#include "edgelock/server_info.hpp"
+#include "edgelock/detail/server_info.hpp"
 
 namespace edgelock {
+namespace detail {
 
 namespace {
 
@@ -123,4 +124,5 @@ str_view server_info_text(const resp_node* nodes, std::size_t count) noexcept {
     return top.text;
 }
 
+}  // namespace detail
 }  // namespace edgelock

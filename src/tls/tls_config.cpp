@@ -114,7 +114,7 @@ const char* describe(tls_errc code) noexcept {
     return "unknown TLS error";
 }
 
-tls_mbedtls_base::tls_mbedtls_base(detail::tls_session* sessions, std::uint8_t capacity) noexcept
+tls_mbedtls_base::tls_mbedtls_base(detail::tls_session* sessions, std::uint16_t capacity) noexcept
     : sessions_(sessions), capacity_(capacity) {
     server_name_[0] = '\0';
     mbedtls_ssl_config_init(&conf_);
@@ -133,16 +133,19 @@ void tls_mbedtls_base::shutdown() noexcept {
 }
 
 void tls_mbedtls_base::free_sessions() noexcept {
-    for (std::uint8_t n = 0; n < capacity_; ++n) {
+    for (std::uint16_t n = 0; n < capacity_; ++n) {
         detail::tls_session& s = sessions_[n];
         if (s.set_up) {
             mbedtls_ssl_free(&s.ssl);
         }
         // A TLS connection still open (a configure() while connected) must
         // not carry on in clear: it stays TLS without a session, and fails.
+        // Its handle stays taken until the driver closes it.
         const bool tls = s.tls;
+        const bool in_use = s.in_use;
         s = detail::tls_session{};
         s.tls = tls;
+        s.in_use = in_use;
     }
 }
 

@@ -1,4 +1,4 @@
-// The TLS transport's per-node part: a session over the node's socket, its
+// The TLS transport's per-session part: a session over a connection's socket, its
 // non-blocking handshake driven by the client's poll loop, and the bytes
 // through it afterwards.
 #include <mbedtls/error.h>
@@ -153,15 +153,22 @@ port::net_result tls_mbedtls_base::refuse(tls_session& s, node_error why, str_vi
     return status(port::net_status::error);
 }
 
-port::net_result tls_mbedtls_base::open_session(std::uint8_t node, int fd,
-                                                const node_address& address) noexcept {
-    if (node >= capacity_) {
-        return status(port::net_status::bad_argument);
+port::net_result tls_mbedtls_base::open_session(int fd, const session_peer& peer,
+                                                session_id& out) noexcept {
+    out = no_session;
+    session_id id = 0;
+    while (id < capacity_ && sessions_[id].in_use) {
+        ++id;
     }
-    tls_session& s = sessions_[node];
+    if (id >= capacity_) {
+        return status(port::net_status::bad_argument);  // no room: a bigger tls_mbedtls<N>
+    }
+    out = id;
+    tls_session& s = sessions_[id];
+    s.in_use = true;
     s.fd = fd;
     // `always` is for TCP nodes: Redis speaks no TLS on a Unix socket.
-    s.tls = address.tls || (always_ && address.unix_path.empty());
+    s.tls = !peer.unix_socket && (peer.tls || always_);
     s.established = false;
     s.seen_input = false;
     s.not_tls = false;
@@ -178,7 +185,8 @@ port::net_result tls_mbedtls_base::open_session(std::uint8_t node, int fd,
     if (!configured_) {
         return refuse(s, node_error::tls_handshake_failed, "TLS transport not configured");
     }
-    // The record buffers are made once per node and kept across connections.
+    // The record buffers are made once per session slot and kept across
+    // connections.
     if (!s.set_up) {
         mbedtls_ssl_init(&s.ssl);
         if (mbedtls_ssl_setup(&s.ssl, &conf_) != 0) {
@@ -191,7 +199,7 @@ port::net_result tls_mbedtls_base::open_session(std::uint8_t node, int fd,
     }
     // The name sent as SNI and checked against the certificate.
     const str_view name =
-        server_name_size_ > 0 ? str_view(server_name_, server_name_size_) : address.host;
+        server_name_size_ > 0 ? str_view(server_name_, server_name_size_) : peer.host;
     if (name.size > node_url_max_host) {
         return refuse(s, node_error::tls_handshake_failed, "server name too long");
     }
@@ -206,11 +214,11 @@ port::net_result tls_mbedtls_base::open_session(std::uint8_t node, int fd,
     return handshake(s);
 }
 
-port::net_result tls_mbedtls_base::proceed_session(std::uint8_t node, int fd) noexcept {
-    if (node >= capacity_ || !sessions_[node].tls) {
-        return status(node < capacity_ ? port::net_status::ok : port::net_status::bad_argument);
+port::net_result tls_mbedtls_base::proceed_session(session_id id, int fd) noexcept {
+    if (id >= capacity_ || !sessions_[id].tls) {
+        return status(id < capacity_ ? port::net_status::ok : port::net_status::bad_argument);
     }
-    tls_session& s = sessions_[node];
+    tls_session& s = sessions_[id];
     s.fd = fd;
     return handshake(s);
 }
@@ -272,16 +280,16 @@ port::net_result tls_mbedtls_base::handshake(tls_session& s) noexcept {
     return refuse(s, node_error::tls_handshake_failed, str_view(text, std::strlen(text)));
 }
 
-std::uint8_t tls_mbedtls_base::session_wants(std::uint8_t node) const noexcept {
-    return node < capacity_ ? sessions_[node].wants : 0;
+std::uint8_t tls_mbedtls_base::session_wants(session_id id) const noexcept {
+    return id < capacity_ ? sessions_[id].wants : 0;
 }
 
-port::net_result tls_mbedtls_base::send_data(std::uint8_t node, int fd, const void* data,
+port::net_result tls_mbedtls_base::send_data(session_id id, int fd, const void* data,
                                              std::size_t size) noexcept {
-    if (node >= capacity_) {
+    if (id >= capacity_) {
         return status(port::net_status::bad_argument);
     }
-    tls_session& s = sessions_[node];
+    tls_session& s = sessions_[id];
     if (!s.tls) {
         return port::send(fd, data, size);
     }
@@ -331,12 +339,12 @@ port::net_result tls_mbedtls_base::send_data(std::uint8_t node, int fd, const vo
     return broken(s, ret);
 }
 
-port::net_result tls_mbedtls_base::recv_data(std::uint8_t node, int fd, void* buf,
+port::net_result tls_mbedtls_base::recv_data(session_id id, int fd, void* buf,
                                              std::size_t capacity) noexcept {
-    if (node >= capacity_) {
+    if (id >= capacity_) {
         return status(port::net_status::bad_argument);
     }
-    tls_session& s = sessions_[node];
+    tls_session& s = sessions_[id];
     if (!s.tls) {
         return port::recv(fd, buf, capacity);
     }
@@ -371,22 +379,22 @@ port::net_result tls_mbedtls_base::recv_data(std::uint8_t node, int fd, void* bu
     return status(port::net_status::would_block);
 }
 
-std::size_t tls_mbedtls_base::held(std::uint8_t node) const noexcept {
-    if (node >= capacity_ || !sessions_[node].tls || !sessions_[node].established) {
+std::size_t tls_mbedtls_base::held(session_id id) const noexcept {
+    if (id >= capacity_ || !sessions_[id].tls || !sessions_[id].established) {
         return 0;
     }
-    const tls_session& s = sessions_[node];
+    const tls_session& s = sessions_[id];
     const std::size_t ready = mbedtls_ssl_get_bytes_avail(&s.ssl);
     // Records already read from the socket but not yet decrypted count too:
     // no readiness report would find them.
     return ready > 0 ? ready : (mbedtls_ssl_check_pending(&s.ssl) != 0 ? 1 : 0);
 }
 
-void tls_mbedtls_base::close_session(std::uint8_t node) noexcept {
-    if (node >= capacity_) {
+void tls_mbedtls_base::close_session(session_id id) noexcept {
+    if (id >= capacity_) {
         return;
     }
-    tls_session& s = sessions_[node];
+    tls_session& s = sessions_[id];
     if (s.tls && s.established) {
         // Best effort, never waiting: the socket closes right after.
         (void)mbedtls_ssl_close_notify(&s.ssl);
@@ -396,17 +404,18 @@ void tls_mbedtls_base::close_session(std::uint8_t node) noexcept {
     s.wants = 0;
     s.pending = 0;
     s.fd = -1;
+    s.in_use = false;  // the slot (and its record buffers) serves the next open()
 }
 
-node_error tls_mbedtls_base::why(std::uint8_t node) const noexcept {
-    return node < capacity_ ? sessions_[node].failure : node_error::none;
+node_error tls_mbedtls_base::why(session_id id) const noexcept {
+    return id < capacity_ ? sessions_[id].failure : node_error::none;
 }
 
-str_view tls_mbedtls_base::why_text(std::uint8_t node) const noexcept {
-    if (node >= capacity_) {
+str_view tls_mbedtls_base::why_text(session_id id) const noexcept {
+    if (id >= capacity_) {
         return {};
     }
-    const tls_session& s = sessions_[node];
+    const tls_session& s = sessions_[id];
     if (s.tls && !s.established && s.failure == node_error::none && s.wants != 0) {
         // Still under way (the driver asks when connect_timeout ends it). A
         // plaintext Redis never answers a ClientHello: it waits for the end

@@ -336,7 +336,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     address.host = "localhost";
     address.port = 6380;
     address.tls = true;
-    edgelock::port::net_result r = tls.open(0, client_fd, address);
+    edgelock::session_peer peer;
+    peer.host = address.host;
+    peer.tls = address.tls;
+    edgelock::session_id id = edgelock::no_session;
+    edgelock::port::net_result r = tls.open(client_fd, peer, id);
+    check(id == 0);  // the one session: handle 0, the one the calls below use
     int server = MBEDTLS_ERR_SSL_WANT_READ;
     for (int step = 0;
          step < 64 && (r.status == edgelock::port::net_status::in_progress || server != 0);

@@ -179,7 +179,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     address.tls = true;
 
     const int fd = 3;
-    edgelock::port::net_result r = tls.open(0, fd, address);
+    edgelock::session_peer peer;
+    peer.host = address.host;
+    peer.tls = address.tls;
+    edgelock::session_id id = edgelock::no_session;
+    edgelock::port::net_result r = tls.open(fd, peer, id);
+    check(id == 0);  // the one session: handle 0, the one the calls below use
     std::size_t calls = 1;
     // Each proceed() either consumes input, meets a would_block (at most one
     // per chunk, and a few for writes) or ends.

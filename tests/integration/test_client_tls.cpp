@@ -85,29 +85,42 @@ TEST_CASE("tls: the transport by hand: a session, then configure() under it", "[
     REQUIRE(edgelock::parse_node_url("rediss://localhost", address) == edgelock::url_errc::ok);
 
     // The handshake, driven as the client drives it: wait for what wants() says.
-    net_result r = tls.open(1, fd, address);
+    edgelock::session_peer peer;
+    peer.host = address.host;
+    peer.tls = address.tls;
+    edgelock::session_id other = edgelock::no_session;
+    edgelock::session_id id = edgelock::no_session;
+    // A session handle is the transport's: a first one taken, the next is another.
+    REQUIRE(tls.open(fd, edgelock::session_peer{}, other).status == net_status::ok);
+    net_result r = tls.open(fd, peer, id);
+    REQUIRE(id != edgelock::no_session);
+    CHECK(id != other);
+    edgelock::session_id none = 0;
+    CHECK(tls.open(fd, peer, none).status == net_status::bad_argument);  // both taken
+    CHECK(none == edgelock::no_session);
+    tls.close(other);
     const double deadline = edgelock_test::mono_s() + 5;
     while (r.status == net_status::in_progress && edgelock_test::mono_s() < deadline) {
-        const std::uint8_t want = tls.wants(1);
+        const std::uint8_t want = tls.wants(id);
         REQUIRE(want != 0);
         const short events =
             static_cast<short>(((want & edgelock::port::want_read) != 0 ? POLLIN : 0) |
                                ((want & edgelock::port::want_write) != 0 ? POLLOUT : 0));
         edgelock_test::wait_fd(fd, events, deadline);
-        r = tls.proceed(1, fd);
+        r = tls.proceed(id, fd);
     }
     REQUIRE(r.status == net_status::ok);
-    CHECK(tls.failure(1) == node_error::none);
-    CHECK(tls.wants(1) == 0);
+    CHECK(tls.failure(id) == node_error::none);
+    CHECK(tls.wants(id) == 0);
 
     // A PING through the session, its reply out of it.
     const std::string ping = "*1\r\n$4\r\nPING\r\n";
-    REQUIRE(tls.send(1, fd, ping.data(), ping.size()).size == ping.size());
+    REQUIRE(tls.send(id, fd, ping.data(), ping.size()).size == ping.size());
     char buf[64];
     std::string got;
     while (got.size() < 7 && edgelock_test::mono_s() < deadline) {
         edgelock_test::wait_fd(fd, POLLIN, deadline);
-        const net_result in = tls.recv(1, fd, buf, sizeof buf);
+        const net_result in = tls.recv(id, fd, buf, sizeof buf);
         if (in.status == net_status::ok) {
             got.append(buf, in.size);
         } else {
@@ -115,14 +128,14 @@ TEST_CASE("tls: the transport by hand: a session, then configure() under it", "[
         }
     }
     CHECK(got == "+PONG\r\n");
-    CHECK(tls.buffered(1) == 0);
+    CHECK(tls.buffered(id) == 0);
 
     // configure() again while the session is open: the connection must not
     // carry on in clear; it fails, and the driver would make a new one.
     trust_ca(tls, certs);
-    CHECK(tls.send(1, fd, ping.data(), ping.size()).status == net_status::error);
-    CHECK(tls.recv(1, fd, buf, sizeof buf).status == net_status::error);
-    tls.close(1);
+    CHECK(tls.send(id, fd, ping.data(), ping.size()).status == net_status::error);
+    CHECK(tls.recv(id, fd, buf, sizeof buf).status == net_status::error);
+    tls.close(id);
     ::close(fd);
 }
 

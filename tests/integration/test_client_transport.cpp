@@ -45,11 +45,13 @@ public:
     std::size_t received = 0;
     std::string first_request;
 
-    net_result open(std::uint8_t node, int fd, const edgelock::node_address& a) noexcept override {
+    net_result open(int fd, const edgelock::session_peer& peer,
+                    edgelock::session_id& out) noexcept override {
         ++opens;
-        CHECK(node == 0);
         CHECK(fd >= 0);
-        CHECK(a.port != 0);
+        CHECK(!peer.host.empty());
+        CHECK(!peer.tls);
+        out = 7;  // any handle: the driver hands it back on every call
         left_ = open_rounds;
         held_ = 0;
         if (fail_open) {
@@ -57,12 +59,17 @@ public:
         }
         return left_ > 0 ? status(net_status::in_progress) : status(net_status::ok);
     }
-    net_result proceed(std::uint8_t, int) noexcept override {
+    net_result proceed(edgelock::session_id s, int) noexcept override {
+        CHECK(s == 7);
         ++proceeds;
         return --left_ > 0 ? status(net_status::in_progress) : status(net_status::ok);
     }
-    std::uint8_t wants(std::uint8_t) const noexcept override { return edgelock::port::want_write; }
-    net_result send(std::uint8_t, int fd, const void* data, std::size_t size) noexcept override {
+    std::uint8_t wants(edgelock::session_id) const noexcept override {
+        return edgelock::port::want_write;
+    }
+    net_result send(edgelock::session_id s, int fd, const void* data,
+                    std::size_t size) noexcept override {
+        CHECK(s == 7);
         const net_result r = edgelock::port::send(fd, data, size);
         if (r.status == net_status::ok) {
             if (sent == 0) {
@@ -72,7 +79,9 @@ public:
         }
         return r;
     }
-    net_result recv(std::uint8_t, int fd, void* buf, std::size_t capacity) noexcept override {
+    net_result recv(edgelock::session_id s, int fd, void* buf,
+                    std::size_t capacity) noexcept override {
+        CHECK(s == 7);
         if (dribble == 0) {
             const net_result r = edgelock::port::recv(fd, buf, capacity);
             received += r.status == net_status::ok ? r.size : 0;
@@ -95,8 +104,9 @@ public:
         held_ -= r.size;
         return r;
     }
-    std::size_t buffered(std::uint8_t) const noexcept override { return held_; }
-    void close(std::uint8_t) noexcept override {
+    std::size_t buffered(edgelock::session_id) const noexcept override { return held_; }
+    void close(edgelock::session_id s) noexcept override {
+        CHECK(s == 7);
         ++closes;
         held_ = 0;
     }

@@ -8,17 +8,17 @@
 #include <vector>
 
 #include "edgelock/client.hpp"
-#include "edgelock/handshake.hpp"
+#include "edgelock/detail/handshake.hpp"
 #include "edgelock/lock_scripts.hpp"
 #include "edgelock/resp_decoder.hpp"
 
 using edgelock::client_options;
-using edgelock::handshake;
-using edgelock::handshake_status;
 using edgelock::node_address;
 using edgelock::node_error;
 using edgelock::node_warning;
 using edgelock::resp_node;
+using edgelock::detail::handshake;
+using edgelock::detail::handshake_status;
 
 namespace {
 
@@ -502,7 +502,8 @@ TEST_CASE("handshake: a subscription's set-up", "[handshake]") {
         }
         char buf[512];
         std::uint8_t replies = 0;
-        const std::size_t size = edgelock::subscription_setup(buf, sizeof buf, a, o, replies);
+        const std::size_t size =
+            edgelock::detail::subscription_setup(buf, sizeof buf, a, o, replies);
         REQUIRE(size > 0);
         CHECK(replies == c.want.size());
         std::vector<std::string> got;
@@ -521,7 +522,7 @@ TEST_CASE("handshake: a subscription's set-up", "[handshake]") {
         CHECK(got == c.want);
         // No room: nothing, never a part.
         for (std::size_t cap = 0; cap < size; ++cap) {
-            CHECK(edgelock::subscription_setup(buf, cap, a, o, replies) == 0);
+            CHECK(edgelock::detail::subscription_setup(buf, cap, a, o, replies) == 0);
         }
     }
 }

@@ -1,7 +1,7 @@
 // reply_fifo: the requests in flight on a connection, oldest first.
 #include <catch2/catch.hpp>
 
-#include "edgelock/reply_fifo.hpp"
+#include "edgelock/detail/reply_fifo.hpp"
 
 using edgelock::detail::reply_fifo;
 

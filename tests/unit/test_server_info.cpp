@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "edgelock/detail/server_info.hpp"
 #include "edgelock/resp_decoder.hpp"
-#include "edgelock/server_info.hpp"
 
-using edgelock::parse_server_info;
 using edgelock::resp_node;
-using edgelock::server_info;
-using edgelock::server_info_text;
-using edgelock::server_may_evict;
-using edgelock::server_role;
 using edgelock::str_view;
+using edgelock::detail::parse_server_info;
+using edgelock::detail::server_info;
+using edgelock::detail::server_info_text;
+using edgelock::detail::server_may_evict;
+using edgelock::detail::server_role;
 
 namespace {
 
@@ -336,7 +336,7 @@ TEST_CASE("server info: the version decides the one-command acquire and tracking
         exact_text keep("");
         const server_info got = parse(c.text, keep);
         CHECK(str(got.redis_version) == c.version);
-        CHECK(edgelock::server_takes_set_nx_get(got) == c.set_nx_get);
-        CHECK(edgelock::server_tracks_keys(got) == c.tracks_keys);
+        CHECK(edgelock::detail::server_takes_set_nx_get(got) == c.set_nx_get);
+        CHECK(edgelock::detail::server_tracks_keys(got) == c.tracks_keys);
     }
 }

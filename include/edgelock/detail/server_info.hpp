@@ -22,6 +22,7 @@
 #include "edgelock/str_view.hpp"
 
 namespace edgelock {
+namespace detail {
 
 enum class server_role : std::uint8_t {
     unknown,  // no role field (or one this library does not know)
@@ -70,4 +71,5 @@ bool server_tracks_keys(const server_info& info) noexcept;
 // other reply, errors included.
 str_view server_info_text(const resp_node* nodes, std::size_t count) noexcept;
 
+}  // namespace detail
 }  // namespace edgelock

@@ -64,8 +64,6 @@ struct node_report {
     void append_message(str_view text) noexcept;
 };
 
-}  // namespace detail
-
 enum class handshake_status : std::uint8_t {
     pending,  // requests still to send or replies still due
     ready,    // every reply in: the connection may carry lock requests
@@ -137,4 +135,5 @@ constexpr str_view invalidation_channel() noexcept {
     return str_view("__redis__:invalidate", 20);
 }
 
+}  // namespace detail
 }  // namespace edgelock

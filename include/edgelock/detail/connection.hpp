@@ -1,0 +1,93 @@
+// The driver's per-connection state: what a client<N, M> holds for each of
+// its connections. The lock connection's own part (address, state, timers,
+// the requests in flight, the set-up, its stream) is plain data the client's
+// files work on; the parts with a life of their own (a RESP2 node's
+// subscription, a Sentinel node's asking and watch, a Cluster node's router)
+// are types that own their state. Internal to the driver, in a header only
+// because client<N, M> holds these by value.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/client_config.hpp"
+#include "edgelock/client_errors.hpp"
+#include "edgelock/detail/cluster_router.hpp"
+#include "edgelock/detail/handshake.hpp"
+#include "edgelock/detail/host_lookup.hpp"
+#include "edgelock/detail/peer.hpp"
+#include "edgelock/detail/reply_fifo.hpp"
+#include "edgelock/detail/sentinel_resolver.hpp"
+#include "edgelock/detail/sentinel_watch.hpp"
+#include "edgelock/detail/stream.hpp"
+#include "edgelock/detail/subscription.hpp"
+#include "edgelock/detail/timer_table.hpp"
+#include "edgelock/node_url.hpp"
+#include "edgelock/port.hpp"
+#include "edgelock/str_view.hpp"
+#include "edgelock/time.hpp"
+
+namespace edgelock {
+
+class client_lock;
+
+namespace detail {
+
+// Whom a reply in flight answers.
+enum class reply_to : std::uint8_t {
+    lock,      // a lock's request: `lock` and its `tag`
+    setup,     // a set-up request: `tag` is the handshake's request
+    command,   // the reply to command()
+    discard,   // a reply whose lock was detached, or a command given up
+    tracking,  // CLIENT TRACKING ON REDIRECT to the node's subscription
+    sentinel,  // a sentinel's answer: `tag` is 0 for AUTH, 1 for the master's address
+    cluster,   // CLUSTER SLOTS, the map of a redis-cluster:// node
+};
+
+// No connection: a route not known, an extra connection no node has taken.
+constexpr std::uint8_t no_connection = 0xff;
+
+struct in_flight {
+    client_lock* lock = nullptr;
+    std::uint32_t tag = 0;
+    reply_to to = reply_to::discard;
+    bool follows = false;  // a lock's WAIT, behind its request
+};
+
+// A connection's timers.
+enum class connection_timer : std::uint8_t {
+    connect,  // lookup, connect plus set-up must be done by then
+    backoff,  // no new attempt before then
+    stall,    // the oldest request in flight has waited stall_timeout by then
+};
+
+struct connection {
+    node_address address;
+    node_state state = node_state::down;
+    bool want_write = false;    // bytes wait for the socket to take them
+    std::uint8_t failures = 0;  // consecutive failed attempts, for the backoff
+    unsigned attempt = 0;       // which address of the lookup to try
+    timer_table<connection_timer, 3> timers;
+    host_lookup lookup;  // of the host this attempt goes to
+    // The numeric address the socket reached (empty: a Unix socket), where
+    // the subscription goes too.
+    std::uint8_t connected_size = 0;
+    char connected_to[port::address_text_capacity];
+    std::size_t tx_size = 0;
+    handshake setup;
+    node_report report;
+    reply_fifo<in_flight, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
+    subscription sub;                                      // RESP2 waiters are told through it
+    sentinel_resolver where;                               // redis-sentinel:// nodes
+    sentinel_watch watch;                                  // and their +switch-master
+    cluster_router cluster;                                // redis-cluster:// nodes
+    peer target;                        // a master named by a sentinel or a Cluster's map
+    std::uint8_t node = no_connection;  // the node it serves (its own index, for the first N)
+    bool redirect_due = false;          // CLIENT TRACKING ... REDIRECT sub.id() is still to send
+    buffered_stream<EDGELOCK_CLIENT_RX_BUFFER> io;
+    char tx[EDGELOCK_CLIENT_TX_BUFFER];
+};
+
+}  // namespace detail
+
+}  // namespace edgelock
