@@ -97,6 +97,7 @@
 #include "edgelock/resp.hpp"
 #include "edgelock/str_view.hpp"
 #include "edgelock/time.hpp"
+#include "edgelock/detail/timer_table.hpp"
 #include "edgelock/token.hpp"
 
 // Most nodes one lock can span. Each costs 4 bytes per lock object.
@@ -397,6 +398,17 @@ private:
     // usable answer (a timeout, an error reply, a disconnect).
     enum class vote : std::uint8_t { waiting, yes, no, refused };
 
+    // Every instant the machine must be woken at; next_deadline() is the
+    // earliest one armed. Each is armed only in the states that wait for it.
+    enum class timer : std::uint8_t {
+        round,     // the open round gives up on silent nodes (fenced round 2: by
+                   // the validity round 1 would give)
+        retry,     // retry_wait: the next acquire round; renewing with no round
+                   // out: the next renew round
+        validity,  // held or renewing: the hold ends, lost even if no reply comes
+        count_
+    };
+
     struct slot {
         req send = req::none;  // the current round's request, not yet transmitted
         vote answer = vote::waiting;
@@ -416,6 +428,11 @@ private:
     void start_renew_round(instant now) noexcept;
     void renew_round_failed(instant now) noexcept;
     void become_lost(lock_failure reason) noexcept;
+    // Held until v: what validity_deadline() says, and the validity timer.
+    void hold_until(instant v) noexcept {
+        validity_ = v;
+        timers_.set(timer::validity, v);
+    }
     void queue_cleanup_all() noexcept;
     void drop_cleanups() noexcept;
     void close_round() noexcept;
@@ -447,9 +464,10 @@ private:
     owner_token cleanup_token_;  // the acquisition whose keys cleanups delete
     instant t0_;                 // start of the acquisition attempt (fenced: round 1)
     instant round_t0_;
-    instant round_deadline_ = instant::never();
-    instant validity_;
-    instant retry_at_ = instant::never();
+    detail::timer_table<timer, static_cast<std::size_t>(timer::count_)> timers_;
+    instant validity_;  // the last hold's, still told once its timer is stopped
+    // No retry round begins at or after it. Not a timer: nothing happens when it
+    // passes (a round out then runs to its own end); it bounds the retries.
     instant wait_deadline_ = instant::never();
     std::uint64_t fence_ = 0;      // fenced: the token handed out / being raised
     std::uint64_t round_max_ = 0;  // fenced round 1: highest counter read

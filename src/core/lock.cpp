@@ -130,8 +130,8 @@ lock_errc lock::resume(const owner_token& token, instant now) noexcept {
         slots_[i].flags = static_cast<std::uint16_t>(slots_[i].flags | slot_holder);
     }
     t0_ = now;
-    validity_ = now + (options_.ttl -
-                       redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed));
+    hold_until(now + (options_.ttl -
+                      redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed)));
     fence_ = 0;
     holds_ = 1;
     acquisition_round_ = round_;
@@ -214,7 +214,7 @@ void lock::start_acquire_round(instant now) noexcept {
     t0_ = now;
     round_max_ = 0;
     busy_ttl_ms_ = -1;
-    retry_at_ = instant::never();
+    timers_.stop(timer::retry);
     woken_ = false;
     --tries_left_;
     start_round(req::acquire, now);
@@ -238,7 +238,8 @@ void lock::become_lost(lock_failure reason) noexcept {
     }
     lost_ = true;
     state_ = lock_state::idle;
-    retry_at_ = instant::never();
+    timers_.stop(timer::retry);
+    timers_.stop(timer::validity);
     holds_ = 0;
     lock_event ev;
     ev.kind = lock_event_kind::lost;
@@ -266,10 +267,11 @@ lock_errc lock::renew(instant now) noexcept {
 
 void lock::start_renew_round(instant now) noexcept {
     state_ = lock_state::renewing;
-    retry_at_ = instant::never();
+    timers_.stop(timer::retry);
+    // The round's deadline may lie past the validity: the validity timer ends
+    // the hold, and the round with it, first (a renew that wins after the
+    // validity ended proves nothing about the gap).
     start_round(req::renew, now);
-    // A renew that wins after the validity ended proves nothing about the gap.
-    round_deadline_ = earliest(round_deadline_, validity_);
 }
 
 lock_errc lock::release(instant now) noexcept {
@@ -283,7 +285,8 @@ lock_errc lock::release(instant now) noexcept {
         return lock_errc::busy;
     }
     close_round();
-    retry_at_ = instant::never();
+    timers_.stop(timer::retry);
+    timers_.stop(timer::validity);  // given up: its end wakes no one
     state_ = lock_state::releasing;
     released_ = 0;
     absent_ = 0;

@@ -356,23 +356,14 @@ lock_errc lock::redirected(std::uint8_t node, std::uint32_t tag) noexcept {
 }
 
 void lock::on_timeout(instant now) noexcept {
-    switch (state_) {
-    case lock_state::held:
-    case lock_state::renewing:
-        if (validity_ <= now) {
-            become_lost(lock_failure::validity_ended);
-            return;
-        }
-        break;
-    case lock_state::retry_wait:
-        if (retry_at_ <= now) {
-            start_acquire_round(now);
-        }
+    // Each timer is armed only in the states that wait for it (see lock.hpp),
+    // so none needs the state checked again. The hold ending comes first: it
+    // ends a renew round with it.
+    if (timers_.expired(timer::validity, now)) {
+        become_lost(lock_failure::validity_ended);
         return;
-    default:
-        break;
     }
-    if (round_open() && round_deadline_ <= now) {
+    if (timers_.expired(timer::round, now)) {
         for (std::uint8_t i = 0; i < node_count_ && round_open(); ++i) {
             if (slots_[i].answer == vote::waiting) {
                 count_vote(slots_[i], silent_vote(slots_[i]));
@@ -381,28 +372,18 @@ void lock::on_timeout(instant now) noexcept {
         }
         return;
     }
-    if (state_ == lock_state::renewing && !round_open() && retry_at_ <= now) {
-        start_renew_round(now);
+    if (timers_.expired(timer::retry, now)) {
+        // The next round of the operation that waits: an acquisition or a renew.
+        if (state_ == lock_state::retry_wait) {
+            start_acquire_round(now);
+        } else {
+            start_renew_round(now);
+        }
     }
 }
 
 instant lock::next_deadline() const noexcept {
-    switch (state_) {
-    case lock_state::acquiring:
-    case lock_state::fencing:
-    case lock_state::releasing:
-        return round_deadline_;
-    case lock_state::retry_wait:
-        return retry_at_;
-    case lock_state::held:
-        return validity_;
-    case lock_state::renewing:
-        return earliest(validity_, round_open() ? round_deadline_ : retry_at_);
-    case lock_state::unconfigured:
-    case lock_state::idle:
-        break;
-    }
-    return instant::never();
+    return timers_.next();
 }
 
 }  // namespace edgelock

@@ -17,7 +17,7 @@ void lock::start_round(req kind, instant now) noexcept {
     ++round_;
     round_kind_ = kind;
     round_t0_ = now;
-    round_deadline_ = now + options_.node_timeout;
+    timers_.set(timer::round, now + options_.node_timeout);
     tally_ = redlock_tally{};
     tally_.nodes = node_count_;
     tally_.quorum = quorum_;
@@ -33,7 +33,7 @@ void lock::start_round(req kind, instant now) noexcept {
 
 void lock::close_round() noexcept {
     round_kind_ = req::none;
-    round_deadline_ = instant::never();
+    timers_.stop(timer::round);
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         // A request not yet sent when the round is decided is never sent.
         slots_[i].send = req::none;
@@ -112,7 +112,7 @@ void lock::finish_acquire_round(instant now) noexcept {
         const instant v = redlock_validity_deadline(
             t0_, options_.ttl,
             redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed));
-        round_deadline_ = earliest(round_deadline_, v);
+        timers_.set(timer::round, earliest(timers_.get(timer::round), v));
         return;
     }
     become_held(round_, now);
@@ -130,7 +130,7 @@ void lock::become_held(std::uint32_t won_round, instant now) noexcept {
         fail_acquisition(lock_failure::expired, now);
         return;
     }
-    validity_ = v;
+    hold_until(v);
     held_round_ = won_round;
     state_ = lock_state::held;
     lock_event ev;
@@ -156,7 +156,7 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     fence_ = 0;
     holds_ = 0;
     if (tries_left_ > 0 && woken_ && now < wait_deadline_) {
-        retry_at_ = now;  // the key changed meanwhile: again at once
+        timers_.set(timer::retry, now);  // the key changed meanwhile: again at once
         state_ = lock_state::retry_wait;
         return;
     }
@@ -177,14 +177,14 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
                 at = earliest(at, last > now ? last : at);
             }
             if (at < wait_deadline_) {
-                retry_at_ = at;
+                timers_.set(timer::retry, at);
                 state_ = lock_state::retry_wait;
                 return;
             }
         }
     }
     state_ = lock_state::idle;
-    retry_at_ = instant::never();
+    timers_.stop(timer::retry);
     lock_event ev;
     if (busy && reason == lock_failure::no_quorum) {
         ev.kind = lock_event_kind::busy;
@@ -205,7 +205,7 @@ void lock::finish_renew_round(instant now) noexcept {
         become_lost(lock_failure::validity_ended);
         return;
     }
-    validity_ = v;
+    hold_until(v);
     state_ = lock_state::held;
     lock_event ev;
     ev.kind = lock_event_kind::renewed;
@@ -235,12 +235,11 @@ void lock::renew_round_failed(instant now) noexcept {
     ev.reason = unreplicated_ != 0 ? lock_failure::not_replicated : lock_failure::no_quorum;
     ev.validity_deadline = validity_;
     push_event(ev);
+    // A round that would start past the validity is none: the validity timer
+    // reports the loss then.
     const instant at = now + duration::micros(delay_us);
-    if (at >= validity_) {
-        // No time for another round; on_timeout reports the loss at the deadline.
-        retry_at_ = instant::never();
-    } else {
-        retry_at_ = at;
+    if (at < validity_) {
+        timers_.set(timer::retry, at);
     }
     state_ = lock_state::renewing;
 }
