@@ -4,12 +4,16 @@
 //   rediss://[user[:password]@]host[:port][/db]   TLS (node_address::tls)
 //   unix:///path/to/redis.sock[?db=N]
 //   redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER_NAME[/db]
+//   rediss-sentinel://...                          the same, over TLS (node_address::tls)
 //   redis-cluster://[user[:password]@]host[:port][,host[:port]...]
 //
 // A Sentinel URL names the sentinels (26379 by default, up to
 // node_url_max_sentinels) that know where the master called MASTER_NAME is;
 // user and password are the master's (a sentinel's own come from
 // client_options). host and port are then the first sentinel's.
+// rediss-sentinel:// is the same URL for a deployment that speaks TLS only:
+// the sentinels and the master they name (Sentinel with tls-port and
+// tls-replication yes), each verified as a rediss:// node is.
 // A Cluster URL names seed nodes of one Redis Cluster (6379 by default, up to
 // node_url_max_sentinels), any of which tells where the slots are; host and
 // port are the first seed's. A cluster has database 0 only: no path.
@@ -45,9 +49,10 @@ enum class url_errc : std::uint8_t {
     too_long,          // longer than node_url_max
     missing_scheme,    // no "scheme://" in front
     bad_scheme,        // a scheme other than redis, rediss, unix, redis-sentinel,
-                       // redis-cluster
+                       // rediss-sentinel, redis-cluster
     tls_not_built_in,  // never from parse_node_url: the client's configure() names
-                       // a rediss:// node it cannot serve with it (bad_url_error)
+                       // a rediss:// (or rediss-sentinel://) node it cannot serve
+                       // with it (bad_url_error)
     bad_userinfo,      // user/password too long, or a raw character that needs escaping
     bad_escape,        // a '%' not followed by two hex digits, or an escaped NUL
     bad_host,          // empty, too long, a character not allowed, or a bad [IPv6]
@@ -70,8 +75,9 @@ struct node_address {
     str_view password;
     bool has_password = false;  // "redis://user:@h" gives an empty password that is present
     std::uint32_t db = 0;
-    bool tls = false;  // rediss://: the node speaks TLS
-    // redis-sentinel://: the sentinels' "host:port,host:port..." as written,
+    bool tls = false;  // rediss://: the node speaks TLS; rediss-sentinel://: its
+                       // sentinels and its master do
+    // redis[s]-sentinel://: the sentinels' "host:port,host:port..." as written,
     // how many, and the master's name. sentinel_count 0: not Sentinel.
     str_view sentinels;
     std::uint8_t sentinel_count = 0;
@@ -85,7 +91,7 @@ struct node_address {
 // Parses url into out; on error out is left unchanged.
 url_errc parse_node_url(str_view url, node_address& out) noexcept;
 
-// Sentinel i (0-based) of a redis-sentinel:// address; false when there is
+// Sentinel i (0-based) of a redis[s]-sentinel:// address; false when there is
 // no such sentinel.
 bool node_url_sentinel(const node_address& a, std::uint8_t i, str_view& host,
                        std::uint16_t& port) noexcept;

@@ -1,5 +1,5 @@
 // Node URLs: redis[s]://[user[:password]@]host[:port][/db], unix:///path[?db=N]
-// and redis-sentinel://[user[:password]@]host[:port][,...]/MASTER_NAME[/db].
+// and redis[s]-sentinel://[user[:password]@]host[:port][,...]/MASTER_NAME[/db].
 //
 // The parser never copies: every field of the result is a view into the URL.
 // It is strict on purpose; a URL that is merely plausible is refused with the
@@ -410,6 +410,9 @@ url_errc parse_node_url(str_view url, node_address& out) noexcept {
         e = parse_unix(rest, a);
     } else if (equals_icase(scheme, "redis-sentinel")) {
         e = url_detail::parse_sentinel(rest, a);
+    } else if (equals_icase(scheme, "rediss-sentinel")) {
+        e = url_detail::parse_sentinel(rest, a);
+        a.tls = true;
     } else if (equals_icase(scheme, "redis-cluster")) {
         e = url_detail::parse_cluster(rest, a);
     }

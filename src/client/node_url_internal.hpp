@@ -26,7 +26,7 @@ url_errc parse_host_port(str_view hp, node_address& a);
 // [user[:password]@]rest: the user and password into a, what follows the
 // last '@' into rest.
 url_errc parse_userinfo(str_view authority, node_address& a, str_view& rest);
-// What follows "redis-sentinel://" (node_url_sentinel.cpp).
+// What follows "redis[s]-sentinel://" (node_url_sentinel.cpp).
 url_errc parse_sentinel(str_view rest, node_address& a);
 // What follows "redis-cluster://" (node_url_sentinel.cpp).
 url_errc parse_cluster(str_view rest, node_address& a);

@@ -1,4 +1,4 @@
-// URLs with a list of hosts: redis-sentinel://[user[:password]@]host[:port]
+// URLs with a list of hosts: redis[s]-sentinel://[user[:password]@]host[:port]
 // [,host[:port]...]/MASTER_NAME[/db] and redis-cluster://[user[:password]@]
 // host[:port][,host[:port]...]. The sentinels (26379 by default) or seeds
 // (6379) are checked one by one here and read again, one at a time, when the
@@ -69,7 +69,7 @@ bool listed_host(str_view list, std::uint8_t count, std::uint8_t i, std::uint16_
 
 namespace url_detail {
 
-// What follows "redis-sentinel://": [userinfo@]host[:port][,host[:port]...]
+// What follows "redis-sentinel://" or "rediss-sentinel://": [userinfo@]host[:port][,host[:port]...]
 // then /MASTER_NAME[/db].
 url_errc parse_sentinel(str_view rest, node_address& a) {
     str_view hosts;

@@ -1,6 +1,7 @@
 // Sentinel URLs: redis-sentinel://[user[:password]@]host[:port][,...]/NAME[/db]:
 // the accepted forms, each sentinel read back in order with 26379 by
 // default, and every malformed part refused with the component at fault.
+// rediss-sentinel:// is the same URL with tls set.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -113,8 +114,63 @@ TEST_CASE("sentinel URLs: malformed parts are refused, the address left as it wa
         CHECK(parse_node_url(c.first, a) == c.second);
         CHECK(a.db == 77);
         CHECK(a.sentinel_count == 0);
+        // The same faults over TLS, the same answers.
+        const std::string tls = "rediss" + std::string(c.first).substr(5);
+        INFO(tls);
+        CHECK(parse_node_url(str_view(tls.data(), tls.size()), a) == c.second);
+        CHECK(a.db == 77);
+        CHECK_FALSE(a.tls);
+        CHECK(a.sentinel_count == 0);
     }
     const std::string long_name = "redis-sentinel://h/" + std::string(129, 'n');
     node_address a;
     CHECK(parse_node_url(str_view(long_name.data(), long_name.size()), a) == url_errc::bad_path);
+}
+
+TEST_CASE("sentinel URLs: rediss-sentinel:// is the same URL over TLS", "[url][sentinel][tls]") {
+    const char* const urls[] = {
+        "redis-sentinel://10.0.0.1/mymaster",
+        "redis-sentinel://a:1,b:2,c/jobs/3",
+        "redis-sentinel://[::1]:5000,[fe80::1]/m",
+        "redis-sentinel://alice:p%40ss@s1,s2/m.x-y_z:1/7",
+        "redis-sentinel://:@h/m",
+    };
+    for (const char* plain_url : urls) {
+        const std::string tls_url = "rediss" + std::string(plain_url).substr(5);
+        INFO(tls_url);
+        node_address plain;
+        node_address tls;
+        REQUIRE(parse_node_url(plain_url, plain) == url_errc::ok);
+        REQUIRE(parse_node_url(str_view(tls_url.data(), tls_url.size()), tls) == url_errc::ok);
+        CHECK_FALSE(plain.tls);
+        CHECK(tls.tls);
+        CHECK(sentinels_of(tls) == sentinels_of(plain));
+        CHECK(str(tls.host) == str(plain.host));
+        CHECK(tls.port == plain.port);
+        CHECK(str(tls.master_name) == str(plain.master_name));
+        CHECK(tls.db == plain.db);
+        CHECK(str(tls.user) == str(plain.user));
+        CHECK(str(tls.password) == str(plain.password));
+        CHECK(tls.has_password == plain.has_password);
+        CHECK(tls.seed_count == 0);
+        CHECK(tls.unix_path.empty());
+    }
+    // The scheme in any case.
+    for (const char* scheme : {"REDISS-SENTINEL", "Rediss-Sentinel", "rEdIsS-sEnTiNeL"}) {
+        const std::string url = std::string(scheme) + "://h1:26380,h2/m/2";
+        INFO(url);
+        node_address a;
+        REQUIRE(parse_node_url(str_view(url.data(), url.size()), a) == url_errc::ok);
+        CHECK(a.tls);
+        CHECK(sentinels_of(a) == std::vector<std::string>{"h1:26380", "h2:26379"});
+        CHECK(str(a.master_name) == "m");
+        CHECK(a.db == 2);
+    }
+    // Near misses are other schemes, refused.
+    for (const char* url : {"redis-sentinels://h/m", "redisssentinel://h/m",
+                            "rediss+sentinel://h/m", "sentinel://h/m"}) {
+        INFO(url);
+        node_address a;
+        CHECK(parse_node_url(url, a) == url_errc::bad_scheme);
+    }
 }
