@@ -34,10 +34,11 @@ const char* usage_text() {
            "                             to be: SIGTERM comes a grace before the validity\n"
            "                             ends while renewals fail (default 5s)\n"
            "      --sentinel-password-file FILE\n"
-           "                             the sentinels' own password (redis-sentinel://)\n"
+           "                             the sentinels' own password (redis[s]-sentinel://)\n"
            "      --password-file FILE   password for AUTH (also $REDISCLI_AUTH); prefer it\n"
            "                             to a password in -N, which ps shows to all users\n"
-           "      --tls                  TLS to every node (rediss:// nodes use it anyway)\n"
+           "      --tls                  TLS to every node (rediss:// and rediss-sentinel://\n"
+           "                             nodes use it anyway)\n"
            "      --cacert FILE          CA certificates to trust (default: the system's)\n"
            "      --cacertdir DIR        a directory of CA certificates to trust\n"
            "      --cert FILE            client certificate, for servers that ask for one\n"
@@ -53,7 +54,7 @@ const char* usage_text() {
            "\n"
            "DURATION: 250ms, 10s, 2m, 1h; a bare number is seconds.\n"
            "URL: redis[s]://[user[:password]@]host[:port][/db], unix:///path[?db=N], or\n"
-           "     redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER[/db]\n"
+           "     redis[s]-sentinel://[user[:password]@]host[:port][,...]/MASTER[/db]\n"
            "run: COMMAND runs in its own process group; signals go to the whole group.\n"
            "     Its environment gets EDGELOCK_KEY (and EDGELOCK_FENCING_TOKEN), never\n"
            "     REDISCLI_AUTH, and EDGELOCK_NODES without passwords.\n"
@@ -394,7 +395,7 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                             !o.sni.empty() || o.insecure;
     if (tls_option && !wants_tls(o)) {
         // Said rather than ignored: the user believes the traffic is protected.
-        error = "TLS options need --tls or a rediss:// node";
+        error = "TLS options need --tls or a rediss:// or rediss-sentinel:// node";
         return false;
     }
     out = o;
@@ -406,7 +407,8 @@ bool wants_tls(const options& o) {
         return true;
     }
     for (const std::string& u : o.nodes) {
-        if (strncasecmp(u.c_str(), "rediss://", 9) == 0) {
+        if (strncasecmp(u.c_str(), "rediss://", 9) == 0 ||
+            strncasecmp(u.c_str(), "rediss-sentinel://", 18) == 0) {
             return true;
         }
     }

@@ -37,7 +37,8 @@ struct options {
     std::string sentinel_password;  // from --sentinel-password-file
     bool have_password = false;
     // TLS, with redis-cli's option names: --tls, --cacert, --cacertdir,
-    // --cert, --key, --sni, --insecure. rediss:// nodes use TLS without --tls.
+    // --cert, --key, --sni, --insecure. rediss:// and rediss-sentinel:// nodes use
+    // TLS without --tls.
     bool tls = false;
     std::string cacert;
     std::string cacertdir;
@@ -65,7 +66,8 @@ const char* usage_text();
 // (redis://user:pw@host -> redis://host), for the command's environment.
 std::string without_credentials(const std::string& list);
 
-// True when the agent must speak TLS to some node: --tls, or a rediss:// URL.
+// True when the agent must speak TLS to some node: --tls, or a rediss:// or
+// rediss-sentinel:// URL.
 bool wants_tls(const options& o);
 
 }  // namespace edgelock_cli

@@ -2,7 +2,8 @@
 // against real redis-servers listening with --tls-port and certificates made
 // by the test (tests/integration/tls_fixture.hpp): a verified run, the
 // reason for a refused certificate on stderr, racing agents, a lost lock,
-// and --insecure. Built only with the TLS transport (EDGELOCK_TEST_TLS).
+// and --insecure; a rediss-sentinel:// node is a TLS node too. Built only
+// with the TLS transport (EDGELOCK_TEST_TLS).
 #include <catch2/catch.hpp>
 
 #ifdef EDGELOCK_TEST_TLS
@@ -19,6 +20,7 @@
 #include "tools/clock.hpp"
 #include "tools/files.hpp"
 #include "tools/lock_key.hpp"
+#include "tools/net.hpp"
 
 using edgelock_test::agent;
 using edgelock_test::agent_run;
@@ -171,6 +173,26 @@ TEST_CASE("cli tls: a lost lock over TLS stops the command: 75", "[cli][tls]") {
     INFO(show(a.args, r));
     CHECK(r.status == exit_lost);
     CHECK(mono_s() - taken < 6.0);
+}
+
+TEST_CASE("cli tls: a rediss-sentinel:// node takes the TLS options without --tls",
+          "[cli][tls][sentinel]") {
+    tls_certs certs;
+    const std::string sentinels = "127.0.0.1:" + std::to_string(edgelock_test::free_port());
+    for (const char* scheme : {"rediss-sentinel", "REDISS-Sentinel"}) {
+        // No sentinel there: unavailable, not a usage error.
+        const strings args = {"acquire",
+                              "--cacert",
+                              certs.ca_file(),
+                              "-N",
+                              std::string(scheme) + "://" + sentinels + "/mymaster",
+                              "cli-tls-sentinel"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == exit_unavailable);
+        CHECK_FALSE(contains(r.err, "need --tls"));
+        CHECK(r.seconds < 5.0);
+    }
 }
 
 #endif  // EDGELOCK_TEST_TLS
