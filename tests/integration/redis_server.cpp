@@ -57,6 +57,12 @@ redis_server redis_server::sentinel(const std::vector<std::string>& config) {
     return redis_server({}, nullptr, config);
 }
 
+redis_server redis_server::sentinel(const redis_tls_files& tls,
+                                    const std::vector<std::string>& config,
+                                    std::vector<std::string> extra_args) {
+    return redis_server(std::move(extra_args), &tls, config);
+}
+
 redis_server::redis_server(std::vector<std::string> extra_args, const redis_tls_files* tls,
                            std::vector<std::string> sentinel_config)
     : extra_args_(std::move(extra_args)),
@@ -117,12 +123,18 @@ void redis_server::start() {
             text += line + "\n";
         }
         write_file(conf, text);
-        args = {"redis-server", conf,         "--sentinel", "--port",    std::to_string(port_),
-                "--bind",       "127.0.0.1",  "--dir",      dir_.path,   "--daemonize",
-                "no",           "--loglevel", "warning",    "--logfile", dir_ / "redis.log"};
+        args = {
+            "redis-server", conf,        "--sentinel",   "--port",          std::to_string(port_),
+            "--bind",       "127.0.0.1", "--unixsocket", unix_path_,        "--unixsocketperm",
+            "700",          "--dir",     dir_.path,      "--daemonize",     "no",
+            "--loglevel",   "warning",   "--logfile",    dir_ / "redis.log"};
     }
     if (tls_) {
-        args[2] = "0";  // no plain TCP
+        for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+            if (args[i] == "--port") {
+                args[i + 1] = "0";  // no plain TCP
+            }
+        }
         const std::vector<std::string> tls = {
             "--tls-port",         std::to_string(port_),
             "--tls-cert-file",    tls_files_.cert_file,

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,12 +41,18 @@ public:
     // A sentinel (redis-server --sentinel) with these configuration lines,
     // e.g. {"sentinel monitor m 127.0.0.1 6379 2"}; it answers on port().
     static redis_server sentinel(const std::vector<std::string>& config);
+    // The same over TLS only (--tls-port on port(), plain TCP off; add
+    // {"--tls-replication", "yes"} for TLS to the servers and sentinels it
+    // talks to); the unix socket stays plain.
+    static redis_server sentinel(const redis_tls_files& tls, const std::vector<std::string>& config,
+                                 std::vector<std::string> extra_args = {});
     ~redis_server();
     redis_server(const redis_server&) = delete;
     redis_server& operator=(const redis_server&) = delete;
 
     std::uint16_t port() const { return port_; }
     const std::string& unix_path() const { return unix_path_; }
+    bool tls() const { return tls_; }
     pid_t pid() const { return pid_; }
 
     // SIGKILL and wait; the port stays reserved for restart().
@@ -108,6 +115,13 @@ private:
     std::vector<char> buf_;
     std::size_t start_ = 0;
 };
+
+// A test's client of the server: on its TCP port, or on its unix socket when
+// the port speaks TLS only.
+inline std::unique_ptr<redis_client> inside(const redis_server& s, double timeout_s = 5.0) {
+    return std::unique_ptr<redis_client>(s.tls() ? new redis_client(s.unix_path(), timeout_s)
+                                                 : new redis_client(s.port(), timeout_s));
+}
 
 // How many times the server ran `command` ("set", "evalsha",
 // "client|caching") since its start or CONFIG RESETSTAT, from INFO

@@ -19,14 +19,15 @@
 
 namespace edgelock_test {
 
-// The sentinel's answer to `args`, AUTH first when it has a password.
+// The sentinel's answer to `args`, AUTH first when it has a password (over
+// its unix socket when it speaks TLS only).
 inline reply ask_sentinel(redis_server& sentinel, const std::vector<std::string>& args,
                           const std::string& password = "") {
-    redis_client s(sentinel.port());
+    const std::unique_ptr<redis_client> s = inside(sentinel);
     if (!password.empty()) {
-        s.command({"AUTH", password});
+        s->command({"AUTH", password});
     }
-    return s.command(args);
+    return s->command(args);
 }
 
 // The port the sentinel names for `name`, or 0.
@@ -40,8 +41,7 @@ inline long long named_port(redis_server& sentinel, const std::string& name,
 // may close its clients' connections); "" when it cannot say.
 inline std::string role(redis_server& server) {
     try {
-        redis_client c(server.port());
-        const reply r = c.command({"ROLE"});
+        const reply r = inside(server)->command({"ROLE"});
         return r.elements.empty() ? "" : r.elements[0].text;
     } catch (const std::exception&) {
         return "";
@@ -50,13 +50,34 @@ inline std::string role(redis_server& server) {
 
 // Until the replica's link to its master is up (15 s at most).
 inline void wait_linked(redis_server& replica) {
-    redis_client r(replica.port());
+    const std::unique_ptr<redis_client> r = inside(replica);
     const double until = mono_s() + 15;
-    while (r.command({"INFO", "replication"}).text.find("master_link_status:up") ==
+    while (r->command({"INFO", "replication"}).text.find("master_link_status:up") ==
            std::string::npos) {
         REQUIRE(mono_s() < until);
         sleep_ms(20);
     }
+}
+
+// Whether the sentinel knows a replica of "mymaster" and has heard from it
+// that its link is up (a sentinel will not promote one it has not).
+inline bool knows_linked_replica(redis_server& sentinel, const std::string& password = "") {
+    const reply r = ask_sentinel(sentinel, {"SENTINEL", "replicas", "mymaster"}, password);
+    for (const reply& one : r.elements) {
+        std::string flags;
+        std::string link;
+        for (std::size_t i = 0; i + 1 < one.elements.size(); i += 2) {
+            if (one.elements[i].text == "flags") {
+                flags = one.elements[i + 1].text;
+            } else if (one.elements[i].text == "master-link-status") {
+                link = one.elements[i + 1].text;
+            }
+        }
+        if (flags == "slave" && link == "ok") {
+            return true;
+        }
+    }
+    return false;
 }
 
 // A master and one replica of it, linked.
@@ -100,22 +121,7 @@ struct sentinel_deployment : replicated_pair {
     }
 
     bool knows_linked_replica(redis_server& sentinel) const {
-        const reply r = ask_sentinel(sentinel, {"SENTINEL", "replicas", "mymaster"}, password);
-        for (const reply& one : r.elements) {
-            std::string flags;
-            std::string link;
-            for (std::size_t i = 0; i + 1 < one.elements.size(); i += 2) {
-                if (one.elements[i].text == "flags") {
-                    flags = one.elements[i + 1].text;
-                } else if (one.elements[i].text == "master-link-status") {
-                    link = one.elements[i + 1].text;
-                }
-            }
-            if (flags == "slave" && link == "ok") {
-                return true;
-            }
-        }
-        return false;
+        return edgelock_test::knows_linked_replica(sentinel, password);
     }
 
     std::string url(std::size_t from = 0, const std::string& name = "mymaster") const {
