@@ -2,6 +2,11 @@
 // primitive commands the lock scripts are made of, each behaving as the Redis
 // command of the same name. Also the few RESP writers the simulator answers with.
 //
+// With `noting` set, the keys each command reads (GET, PTTL, HEXISTS, in a
+// script too) and the keys it changes (written, deleted, expired) are noted,
+// for the node's key tracking (sim/tracking.hpp), which takes them after the
+// command.
+//
 // Test code: allocates and throws freely (a redis_error becomes an error reply).
 #pragma once
 
@@ -9,6 +14,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "edgelock/str_view.hpp"
 
@@ -87,6 +93,11 @@ public:
 
     std::map<std::string, entry> data;
 
+    // What the commands since the last take read and changed (when noting).
+    bool noting = false;
+    std::vector<std::string> read_keys;
+    std::vector<std::string> changed_keys;
+
     // The live entry at `key`, or nullptr; an expired one is deleted on the way.
     entry* find(const std::string& key, std::uint64_t now) {
         auto it = data.find(key);
@@ -95,12 +106,26 @@ public:
         }
         if (it->second.expire_at != 0 && it->second.expire_at <= now) {
             data.erase(it);
+            changed(key);
             return nullptr;
         }
         return &it->second;
     }
 
+    // Deletes every key whose time has come (Redis's active expiry).
+    void expire_due(std::uint64_t now) {
+        for (auto it = data.begin(); it != data.end();) {
+            if (it->second.expire_at != 0 && it->second.expire_at <= now) {
+                changed(it->first);
+                it = data.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+
     bool get(const std::string& k, std::uint64_t now, std::string& out) {
+        read(k);
         entry* e = find(k, now);
         if (e == nullptr) {
             return false;
@@ -114,11 +139,13 @@ public:
     // Lua's redis.pcall('get', k) == v: a key of another type (another
     // client's hash) answers an error, a table, equal to no string.
     bool holds(const std::string& k, const std::string& v, std::uint64_t now) {
+        read(k);
         const entry* e = find(k, now);
         return e != nullptr && !e->hash && e->str == v;
     }
     // Lua's redis.pcall('hexists', k, f) == 1, the same way for a string key.
     bool has_field(const std::string& k, const std::string& f, std::uint64_t now) {
+        read(k);
         const entry* e = find(k, now);
         return e != nullptr && e->hash && e->fields.count(f) != 0;
     }
@@ -133,12 +160,14 @@ public:
         e.str = v;
         e.expire_at = now + static_cast<std::uint64_t>(px) * 1000;
         data[k] = e;
+        changed(k);
         return true;
     }
     void set(const std::string& k, const std::string& v) {
         entry e;
         e.str = v;
         data[k] = e;  // SET without options drops any ttl
+        changed(k);
     }
     std::int64_t pexpire(const std::string& k, std::int64_t px, std::uint64_t now) {
         entry* e = find(k, now);
@@ -147,12 +176,15 @@ public:
         }
         if (px <= 0) {
             data.erase(k);
+            changed(k);
             return 1;
         }
         e->expire_at = now + static_cast<std::uint64_t>(px) * 1000;
+        changed(k);
         return 1;
     }
     std::int64_t pttl(const std::string& k, std::uint64_t now) {
+        read(k);
         entry* e = find(k, now);
         if (e == nullptr) {
             return -2;
@@ -167,6 +199,7 @@ public:
             return 0;
         }
         data.erase(k);
+        changed(k);
         return 1;
     }
     std::int64_t incr(const std::string& k, std::uint64_t now) {
@@ -176,6 +209,7 @@ public:
         entry* e = find(k, now);
         if (e != nullptr) {
             e->str = std::to_string(v);  // INCR keeps the ttl
+            changed(k);
         } else {
             set(k, std::to_string(v));
         }
@@ -187,6 +221,7 @@ public:
         return get(k, now, cur) ? parse_int(cur) : 0;
     }
     std::int64_t hexists(const std::string& k, const std::string& f, std::uint64_t now) {
+        read(k);
         entry* e = hash_entry(k, now);
         return e != nullptr && e->fields.count(f) != 0 ? 1 : 0;
     }
@@ -206,10 +241,21 @@ public:
         }
         v += by;
         e->fields[f] = std::to_string(v);
+        changed(k);
         return v;
     }
 
 private:
+    void read(const std::string& k) {
+        if (noting) {
+            read_keys.push_back(k);
+        }
+    }
+    void changed(const std::string& k) {
+        if (noting) {
+            changed_keys.push_back(k);
+        }
+    }
     static void wrongtype() {
         throw redis_error("WRONGTYPE Operation against a key holding the wrong kind of value");
     }

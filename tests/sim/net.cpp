@@ -71,6 +71,14 @@ bool net::up(int i) const {
     return nodes_.at(static_cast<std::size_t>(i))->up;
 }
 
+std::string net::address(int i) const {
+    return host(i) + ":" + std::to_string(port(i));
+}
+
+std::uint16_t net::port(int i) const {
+    return nodes_.at(static_cast<std::size_t>(i))->port;
+}
+
 void net::cut(int i) {
     for (auto& c : conns_) {
         if (c->node == i && (c->state == conn_state::open || c->state == conn_state::connecting)) {
@@ -89,6 +97,7 @@ void net::restart(int i, bool keep_data) {
     n.redis.restart(keep_data);
     n.up = true;
     n.paused_until = 0;
+    n.expiry_check_at = 0;
 }
 
 void net::pause(int i, duration d) {
@@ -148,6 +157,9 @@ void net::handle(item& it) {
     if (it.kind == item_kind::action) {
         ++visible_changes_;  // it may have changed anything
         it.fn();
+        for (int i = 0; i < node_count(); ++i) {
+            deliver_unasked(i);
+        }
         return;
     }
     connection& c = *conns_.at(static_cast<std::size_t>(it.conn - 1));
@@ -200,6 +212,10 @@ void net::handle(item& it) {
     case item_kind::to_client:
         if (c.state == conn_state::open && c.fd >= 0) {
             client_receive(c, it.bytes);
+            if (it.unasked) {
+                ++pushes_delivered;
+                n.last_push_at = now_;
+            }
         }
         return;
     case item_kind::action:
@@ -215,6 +231,7 @@ void net::reset(connection& c) {
         c.state = conn_state::reset;
         closes.push_back(close_record{c.node, now(), false});
     }
+    c.session.alive = false;
     c.inbox.clear();  // a reset throws away what was not read
     c.replies.clear();
     c.node_rx.clear();
@@ -282,7 +299,54 @@ void net::node_receive(connection& c, const std::string& bytes) {
             std::max(c.last_to_client, now_ + half_latency(c.node) + n.faults.reply_delay_us);
         c.last_to_client = t;
         push(t, item{item_kind::to_client, c.id, std::move(reply), {}});
+        deliver_unasked(c.node);
     }
+}
+
+void net::deliver_unasked(int i) {
+    sim_node& n = *nodes_[static_cast<std::size_t>(i)];
+    if (n.redis.clients.outbox.empty()) {
+        schedule_expiry(i);
+        return;
+    }
+    std::vector<std::pair<std::uint64_t, std::string>> out;
+    out.swap(n.redis.clients.outbox);
+    for (auto& [id, bytes] : out) {
+        connection& c = *conns_.at(static_cast<std::size_t>(id - 1));
+        if (c.state != conn_state::open || c.node != i) {
+            continue;
+        }
+        const std::uint64_t t =
+            std::max(c.last_to_client, now_ + half_latency(i) + n.faults.reply_delay_us);
+        c.last_to_client = t;
+        item it{item_kind::to_client, c.id, std::move(bytes), {}};
+        it.unasked = true;
+        push(t, std::move(it));
+    }
+    schedule_expiry(i);
+}
+
+void net::schedule_expiry(int i) {
+    sim_node& n = *nodes_[static_cast<std::size_t>(i)];
+    if (!n.up || !n.redis.tracking || n.redis.clients.tracked.empty()) {
+        return;  // a node down expires nothing; its restart forgets its clients
+    }
+    const std::uint64_t due = std::max(n.redis.next_tracked_expiry(), n.paused_until);
+    if (due == 0 || (n.expiry_check_at != 0 && n.expiry_check_at <= due)) {
+        return;
+    }
+    n.expiry_check_at = due;
+    at(instant{due}, [this, i, due] {
+        sim_node& m = *nodes_[static_cast<std::size_t>(i)];
+        if (m.expiry_check_at != due) {
+            return;  // an earlier one replaced it
+        }
+        m.expiry_check_at = 0;
+        if (m.up && m.paused_until <= now_) {
+            m.redis.expire_tracked(now_);
+        }
+        // Paused: handle() sets the next one, at the pause's end at the earliest.
+    });
 }
 
 void net::client_receive(connection& c, const std::string& reply) {

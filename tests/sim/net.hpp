@@ -19,6 +19,12 @@
 // such name, or never; node i is at host(i), and url_named() reaches it by a
 // name. Numeric hosts are done at once, as the port promises.
 //
+// A node's unasked messages (pub/sub, tracking invalidations: its
+// client_table's outbox) go out after each command and each fault, on the
+// connection's way back, in order with its replies. Keys that some client
+// tracks are deleted when they expire, as Redis's active expiry does, so
+// their readers are told.
+//
 // Faults: per node latency range and request loss (the connection breaks,
 // before or after the request ran), crash (connections reset, connects
 // refused), restart (keyspace kept or lost, script cache lost), pause
@@ -85,8 +91,10 @@ public:
     redis_node& node(int i);
     node_faults& faults(int i);
 
-    // A node's numeric address ("10.0.0.<i+1>").
+    // A node's numeric address ("10.0.0.<i+1>"), and with its port.
     std::string host(int i) const;
+    std::string address(int i) const;
+    std::uint16_t port(int i) const;
 
     // --- names ----------------------------------------------------------
     struct name_record {
@@ -154,6 +162,11 @@ public:
     // The longest single reply any node sent (for cutting replies at every offset).
     std::size_t longest_reply() const { return longest_reply_; }
     std::uint64_t steps() const { return steps_; }
+    // Unasked messages (pushes, pub/sub) that reached a client's open fd,
+    // and sends that went out at the very instant one of them arrived from
+    // the same node (a client acting on what it was told).
+    std::uint64_t pushes_delivered = 0;
+    std::uint64_t sends_on_push = 0;
     const std::string& failure() const { return failure_; }
     // Sees every command a node receives (before it runs), for traces.
     std::function<void(int node, std::uint64_t connection, const std::vector<std::string>& argv)>
@@ -209,6 +222,8 @@ private:
         bool up = true;
         std::uint64_t paused_until = 0;
         std::size_t max_in_flight = 0;
+        std::uint64_t expiry_check_at = 0;  // an active expiry is scheduled then; 0: none
+        std::uint64_t last_push_at = UINT64_MAX;
     };
     enum class item_kind : std::uint8_t { to_node, unpark, to_client, connected, action };
     struct item {
@@ -216,6 +231,7 @@ private:
         std::uint64_t conn;
         std::string bytes;
         std::function<void()> fn;
+        bool unasked = false;  // to_client: a push or a published message
     };
 
     struct lookup {
@@ -240,6 +256,9 @@ private:
     void handle(item& it);
     void node_receive(connection& c, const std::string& bytes);
     void client_receive(connection& c, const std::string& reply);
+    // What node i has to send unasked goes out; its next active expiry is set.
+    void deliver_unasked(int i);
+    void schedule_expiry(int i);
     void reset(connection& c);
     connection* by_fd(int fd);
     std::size_t readable_piece(connection& c, std::size_t capacity);

@@ -78,6 +78,8 @@ net_result net::connect(const edgelock::port::endpoint& where, int& fd) {
     auto c = std::make_unique<connection>();
     c->id = conns_.size() + 1;
     c->node = index;
+    c->session.id = c->id;
+    nodes_[static_cast<std::size_t>(index)]->redis.clients.add(c->session);
     const auto free_fd = static_cast<std::size_t>(take_fd());
     c->fd = static_cast<int>(free_fd);
     fds_[free_fd] = c->id;
@@ -133,6 +135,9 @@ net_result net::send(int fd, const void* data, std::size_t size) {
         if (roll <= 2) {
             take = 1 + static_cast<std::size_t>(split_rng_() % size);
         }
+    }
+    if (nodes_[static_cast<std::size_t>(c->node)]->last_push_at == now_) {
+        ++sends_on_push;
     }
     const std::uint64_t t = std::max(c->last_to_node, now_ + half_latency(c->node));
     c->last_to_node = t;
@@ -200,6 +205,7 @@ void net::close(int fd) {
     if (c->state == conn_state::connecting) {
         c->state = conn_state::refused;  // given up; a late SYN-ACK changes nothing
     }
+    c->session.alive = false;  // the server frees it once what was sent has run
     // Requests already sent still reach the node and run there (TCP delivers
     // them before the FIN); their replies are thrown away.
     c->fd = -1;

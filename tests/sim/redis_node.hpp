@@ -11,15 +11,24 @@
 // restart, as on a real server, so NOSCRIPT happens); EVAL and SCRIPT LOAD
 // find the script by its exact text and cache its digest.
 //
+// Its clients (sim/client_table.hpp): CLIENT ID, SUBSCRIBE and, when
+// `tracking` is set, CLIENT TRACKING and CLIENT CACHING, with invalidations
+// pushed or published as Redis 7 does; unset, tracking is refused as by an
+// ACL and waiters must poll. A replica refuses writes with READONLY. A
+// Sentinel or a Cluster (sim/sentinel.hpp, sim/slot_cluster.hpp) takes
+// commands first through `intercept`.
+//
 // Test code: allocates and throws freely.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "sim/client_table.hpp"
 #include "sim/keyspace.hpp"
 #include "sim/redis_scripts.hpp"
 
@@ -29,13 +38,7 @@ class redis_node : public keyspace {
 public:
     static std::int64_t time_us(std::uint64_t now) { return server_time_us(now); }
 
-    // The server side of one client connection.
-    struct session {
-        int protocol = 2;
-        bool authenticated = false;
-        std::uint32_t db = 0;
-        std::string name;
-    };
+    using session = sim::session;
 
     // --- what the server is -------------------------------------------------
     std::string password;          // requirepass; empty: none (the default user has nopass)
@@ -44,7 +47,9 @@ public:
     // INFO server's redis_version. Before 7, SET takes NX and GET only apart:
     // together they are a syntax error, as on a real 6.2.
     std::string version = "7.0.15";
-    bool replica = false;  // INFO replication says role:slave
+    bool replica = false;             // INFO replication says role:slave; writes answer READONLY
+    bool tracking = false;            // CLIENT TRACKING accepted; false: refused (NOPERM)
+    std::string mode = "standalone";  // INFO server's redis_mode, HELLO's mode
     std::string master_host = "10.0.0.99";
     std::string master_port = "6379";
     std::uint64_t maxmemory = 0;
@@ -53,6 +58,11 @@ public:
     // An error reply forced on a command, keyed by its name ("SELECT") or its
     // name and subcommand ("CLIENT SETNAME", "INFO MEMORY", "SCRIPT LOAD").
     std::map<std::string, std::string> refusals;
+    // Sees every command of an authenticated client first; true: it answered
+    // (in `reply`) and the node does nothing more.
+    std::function<bool(session&, const std::vector<std::string>&, std::uint64_t now,
+                       std::string& reply)>
+        intercept;
 
     // --- state and counters -------------------------------------------------
     std::set<std::string> script_cache;
@@ -61,18 +71,53 @@ public:
     std::uint64_t noscripts = 0;
     std::uint64_t evals = 0;
     std::map<std::string, std::uint64_t> calls;  // by command name, upper case
+    client_table clients;
 
     // A restart always empties the script cache; the keyspaces survive only
     // with persistence (AOF, appendfsync always).
     void restart(bool keep_data) {
         script_cache.clear();
+        clients.clear();
         if (!keep_data) {
             data.clear();
             other_dbs.clear();
         }
     }
 
-    keyspace& db(std::uint32_t index) { return index == 0 ? *this : other_dbs[index]; }
+    keyspace& db(std::uint32_t index) {
+        keyspace& ks = index == 0 ? *this : other_dbs[index];
+        ks.noting = tracking;
+        return ks;
+    }
+
+    // This node's data, as a replica holds it once synced with `master`.
+    void copy_data_from(const redis_node& master) {
+        data = master.data;
+        other_dbs = master.other_dbs;
+    }
+
+    // Redis's active expiry of the keys some client tracks: the earliest
+    // such key's expiry (0: none), and the deletion of those due.
+    std::uint64_t next_tracked_expiry() {
+        std::uint64_t at = 0;
+        for (const auto& kv : clients.tracked) {
+            for (keyspace* ks : all_dbs()) {
+                const auto it = ks->data.find(kv.first);
+                if (it != ks->data.end() && it->second.expire_at != 0 &&
+                    (at == 0 || it->second.expire_at < at)) {
+                    at = it->second.expire_at;
+                }
+            }
+        }
+        return at;
+    }
+    void expire_tracked(std::uint64_t now) {
+        for (keyspace* ks : all_dbs()) {
+            ks->noting = tracking;
+            ks->expire_due(now);
+            clients.changed(*ks, nullptr);
+        }
+    }
 
     // Lock requests sent to this node (EVAL, EVALSHA and the SET acquire).
     std::uint64_t lock_requests() const {
@@ -85,11 +130,15 @@ public:
 
     std::string execute(session& s, const std::vector<std::string>& argv, std::uint64_t now) {
         ++commands;
+        std::string reply;
         try {
-            return dispatch(s, argv, now);
+            reply = dispatch(s, argv, now);
         } catch (const redis_error& e) {
-            return resp_err(e.what());
+            reply = resp_err(e.what());
         }
+        keyspace& ks = db(s.db);
+        clients.after_command(s, ks, !argv.empty() && upper(argv[0]) == "CLIENT");
+        return reply;
     }
 
     // A command outside any connection: authenticated, RESP2, db 0.
@@ -100,6 +149,97 @@ public:
     }
 
 private:
+    std::vector<keyspace*> all_dbs() {
+        std::vector<keyspace*> out{this};
+        for (auto& kv : other_dbs) {
+            out.push_back(&kv.second);
+        }
+        return out;
+    }
+
+    static bool writes(const std::string& cmd) {
+        static const std::set<std::string> w = {"EVAL",    "EVALSHA", "SET",     "DEL",
+                                                "PEXPIRE", "INCR",    "HINCRBY", "FLUSHALL"};
+        return w.count(cmd) != 0;
+    }
+
+    // CLIENT ID, TRACKING and CACHING.
+    std::string client_command(session& s, const std::string& sub,
+                               const std::vector<std::string>& argv) {
+        if (sub == "CLIENT ID" && argv.size() == 2) {
+            return resp_int(static_cast<std::int64_t>(s.id));
+        }
+        if (sub == "CLIENT CACHING" && argv.size() == 3) {
+            if (!s.tracking || !s.optin) {
+                throw redis_error(
+                    "ERR CLIENT CACHING can be called only when the client is in tracking mode "
+                    "with OPTIN or OPTOUT mode enabled");
+            }
+            const std::string v = upper(argv[2]);
+            if (v != "YES" && v != "NO") {
+                throw redis_error("ERR syntax error");
+            }
+            s.caching = v == "YES";
+            return resp_ok();
+        }
+        // CLIENT TRACKING
+        if (!tracking) {
+            throw redis_error(
+                "NOPERM this user has no permissions to run the 'client|tracking' command");
+        }
+        if (argv.size() < 3) {
+            throw redis_error("ERR wrong number of arguments for 'client|tracking' command");
+        }
+        const std::string on = upper(argv[2]);
+        if (on == "OFF") {
+            s.tracking = s.optin = s.noloop = s.caching = false;
+            s.redirect = 0;
+            return resp_ok();
+        }
+        if (on != "ON") {
+            throw redis_error("ERR syntax error");
+        }
+        std::uint64_t redirect = 0;
+        bool optin = false;
+        bool noloop = false;
+        for (std::size_t i = 3; i < argv.size(); ++i) {
+            const std::string opt = upper(argv[i]);
+            if (opt == "REDIRECT" && i + 1 < argv.size()) {
+                redirect = static_cast<std::uint64_t>(parse_int(argv[++i]));
+                if (redirect == s.id) {
+                    throw redis_error("ERR A client can only redirect to a different client");
+                }
+                if (clients.find(redirect) == nullptr) {
+                    throw redis_error("ERR The client ID you want redirect to does not exist");
+                }
+            } else if (opt == "OPTIN") {
+                optin = true;
+            } else if (opt == "NOLOOP") {
+                noloop = true;
+            } else {
+                throw redis_error("ERR syntax error");
+            }
+        }
+        s.tracking = true;
+        s.optin = optin;
+        s.noloop = noloop;
+        s.redirect = redirect;
+        return resp_ok();
+    }
+
+    std::string subscribe(session& s, const std::vector<std::string>& argv) {
+        if (argv.size() < 2) {
+            throw redis_error("ERR wrong number of arguments for 'subscribe' command");
+        }
+        std::string out;
+        for (std::size_t i = 1; i < argv.size(); ++i) {
+            s.channels.insert(argv[i]);
+            out += (s.protocol == 3 ? ">3\r\n" : "*3\r\n") + resp_bulk("subscribe") +
+                   resp_bulk(argv[i]) + resp_int(static_cast<std::int64_t>(s.channels.size()));
+        }
+        return out;
+    }
+
     bool credentials_ok(const std::string& u, const std::string& p) const {
         if (password.empty()) {
             return u == "default";  // nopass: any password works
@@ -121,7 +261,7 @@ private:
             }
         }
         if (all || which == "SERVER") {
-            text += "# Server\r\nredis_version:" + version + "\r\nredis_mode:standalone\r\n";
+            text += "# Server\r\nredis_version:" + version + "\r\nredis_mode:" + mode + "\r\n";
         }
         if (all || which == "MEMORY") {
             text += "# Memory\r\nused_memory:1048576\r\nmaxmemory:" + std::to_string(maxmemory) +
@@ -173,11 +313,12 @@ private:
         s.protocol = protocol;
         s.authenticated = authenticated;
         s.name = name;
-        const std::string fields =
-            resp_bulk("server") + resp_bulk("redis") + resp_bulk("version") + resp_bulk("7.2.4") +
-            resp_bulk("proto") + resp_int(protocol) + resp_bulk("id") + resp_int(7) +
-            resp_bulk("mode") + resp_bulk("standalone") + resp_bulk("role") +
-            resp_bulk(replica ? "replica" : "master") + resp_bulk("modules") + "*0\r\n";
+        const std::string fields = resp_bulk("server") + resp_bulk("redis") + resp_bulk("version") +
+                                   resp_bulk("7.2.4") + resp_bulk("proto") + resp_int(protocol) +
+                                   resp_bulk("id") + resp_int(static_cast<std::int64_t>(s.id)) +
+                                   resp_bulk("mode") + resp_bulk(mode) + resp_bulk("role") +
+                                   resp_bulk(replica ? "replica" : "master") +
+                                   resp_bulk("modules") + "*0\r\n";
         return (protocol == 3 ? "%7\r\n" : "*14\r\n") + fields;
     }
 
@@ -243,6 +384,20 @@ private:
         if (!s.authenticated && !password.empty()) {
             throw redis_error("NOAUTH Authentication required.");
         }
+        if (s.protocol == 2 && !s.channels.empty() && cmd != "SUBSCRIBE" && cmd != "PING") {
+            throw redis_error("ERR Can't execute '" + argv[0] +
+                              "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
+                              "are allowed in this context");
+        }
+        if (intercept) {
+            std::string reply;
+            if (intercept(s, argv, now, reply)) {
+                return reply;
+            }
+        }
+        if (replica && writes(cmd)) {
+            throw redis_error("READONLY You can't write against a read only replica.");
+        }
         keyspace& ks = db(s.db);
         if (cmd == "SELECT" && argv.size() == 2) {
             const std::int64_t index = parse_int(argv[1]);
@@ -252,10 +407,18 @@ private:
             s.db = static_cast<std::uint32_t>(index);
             return resp_ok();
         }
-        if (sub == "CLIENT TRACKING") {
-            // Refused, as by an ACL: the simulator pushes no invalidations,
-            // so its clients must poll.
-            throw redis_error("NOPERM the simulator does not track keys");
+        if (sub == "CLIENT TRACKING" || sub == "CLIENT CACHING" || sub == "CLIENT ID") {
+            return client_command(s, sub, argv);
+        }
+        if (cmd == "SUBSCRIBE") {
+            return subscribe(s, argv);
+        }
+        if (cmd == "FLUSHALL" && argv.size() == 1) {
+            for (keyspace* k : all_dbs()) {
+                k->data.clear();
+            }
+            clients.flush();
+            return resp_ok();
         }
         if (sub == "CLIENT SETNAME" && argv.size() == 3) {
             s.name = argv[2];
