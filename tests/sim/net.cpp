@@ -331,8 +331,9 @@ void net::schedule_expiry(int i) {
     if (!n.up || !n.redis.tracking || n.redis.clients.tracked.empty()) {
         return;  // a node down expires nothing; its restart forgets its clients
     }
-    const std::uint64_t due = std::max(n.redis.next_tracked_expiry(), n.paused_until);
-    if (due == 0 || (n.expiry_check_at != 0 && n.expiry_check_at <= due)) {
+    const std::uint64_t next = n.redis.next_tracked_expiry();
+    const std::uint64_t due = std::max(next, n.paused_until);
+    if (next == 0 || (n.expiry_check_at != 0 && n.expiry_check_at <= due)) {
         return;
     }
     n.expiry_check_at = due;
