@@ -22,6 +22,9 @@
 //   sim::sentinel_group g(n, 2, 3);     // master + 1 replica, 3 sentinels
 //   url = g.url();                      // redis-sentinel://S1,S2,S3/mymaster
 //   n.at(t, [&] { g.promote(g.replicas[0], true, sim::old_master::demoted); });
+//
+// Call promote() and tell() from net::at actions: what a sentinel publishes
+// goes out when the action ends.
 #pragma once
 
 #include <algorithm>
