@@ -85,10 +85,17 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
     if (c.where.asking()) {
         // A sentinel that cannot be reached or did not answer in time: the
         // next one; when none is left, the node fails with the last reason.
+        // One that hangs up on the question without a word is, most often, a
+        // TLS sentinel given a plaintext connection.
+        const bool hung_up = c.state == node_state::handshake && !c.io.heard() && !c.address.tls &&
+                             (why == node_error::reset || why == node_error::closed);
         if (ask_next(n, now)) {
             return;
         }
-        text = describe(why);
+        text = hung_up ? str_view(
+                             "the sentinel hung up before any reply (a TLS port? use "
+                             "rediss-sentinel://)")
+                       : describe(why);
         why = node_error::sentinel_failed;
         code = 0;
     }
