@@ -298,6 +298,8 @@ private:
     std::uint8_t node_of(std::uint8_t n) const noexcept { return conns_[n].node; }
     static std::uint8_t served_by(const client_lock& l, std::uint8_t node) noexcept;
     bool serves(std::uint8_t n, const client_lock& l) const noexcept;
+    // A request of l is in flight on another connection of n's node.
+    bool in_flight_elsewhere(std::uint8_t n, const client_lock& l) const noexcept;
     // A lock's slot, and its routes before any map: each node's own connection.
     void route_lock(client_lock& l) noexcept;
     // A MOVED or ASK answer to a lock's request on connection n: true when

@@ -21,6 +21,13 @@
 // the slot is being imported. When no extra connection is free for a master,
 // the answer counts as that node's "no" and node(i) says why.
 //
+// A lock's requests to one node keep their order across its connections: one
+// waits while another of the same lock is in flight on another connection of
+// that node. Without it, a try that timed out behind an ASK has its cleanup
+// (a release by the same token) answered ASK by the migrating master, and
+// sent on after the next try has acquired on the importing master: the
+// cleanup would then delete the lock the client holds.
+//
 // What a map or an answer says is detail::cluster_router's to read
 // (cluster_router.cpp); applying it to the locks and connections is here.
 #include "client_internal.hpp"
@@ -38,6 +45,22 @@ std::uint8_t client_base::served_by(const client_lock& l, std::uint8_t node) noe
 bool client_base::serves(std::uint8_t n, const client_lock& l) const noexcept {
     const std::uint8_t node = conns_[n].node;
     return node != no_connection && served_by(l, node) == n;
+}
+
+bool client_base::in_flight_elsewhere(std::uint8_t n, const client_lock& l) const noexcept {
+    const std::uint8_t node = conns_[n].node;
+    for (std::uint8_t m = 0; m < conn_count_; ++m) {
+        const detail::connection& c = conns_[m];
+        if (m == n || c.node != node) {
+            continue;
+        }
+        for (std::size_t i = 0; i < c.fifo.size(); ++i) {
+            if (c.fifo[i].lock == &l) {
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 void client_base::route_lock(client_lock& l) noexcept {

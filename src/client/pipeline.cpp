@@ -146,6 +146,9 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
         if (!serves(n, *l)) {
             continue;  // a Cluster node's lock whose slot is on another master
         }
+        if (c.address.seed_count > 0 && in_flight_elsewhere(n, *l)) {
+            continue;  // its requests to a node go out in order (cluster.cpp)
+        }
         lock_node_caps caps;
         caps.set_nx_get = c.report.set_nx_get;  // INFO server
         caps.told = c.report.tracking;          // CLIENT TRACKING

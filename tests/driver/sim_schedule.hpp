@@ -260,7 +260,8 @@ struct schedule {
 
     // Crashes (restarts losing the keyspace only past the ttl), pauses and
     // latency spikes on nodes [first, first + n).
-    void add_faults(int n, std::uint64_t horizon, int first = 0) {
+    // keep_data: a crash never loses the keyspace.
+    void add_faults(int n, std::uint64_t horizon, int first = 0, bool keep_data = false) {
         const std::uint64_t ttl_us = opt.ttl.us;
         const int faults = static_cast<int>(pick(rng, 0, 4));
         for (int k = 0; k < faults; ++k) {
@@ -269,7 +270,7 @@ struct schedule {
             const std::uint64_t t = now() + pick(rng, 0, horizon - now());
             switch (pick(rng, 0, 2)) {
             case 0: {  // crash, then restart
-                const bool keep = (rng() & 1) != 0;
+                const bool keep = keep_data || (rng() & 1) != 0;
                 const std::uint64_t down =
                     keep ? pick(rng, 0, 2 * ttl_us) : ttl_us + pick(rng, 1000, ttl_us);
                 net.at(instant{t}, [this, node] {
