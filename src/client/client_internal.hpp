@@ -34,7 +34,7 @@ inline node_error from_net(port::net_status s) {
 }
 
 // AUTH with a sentinel's own user and password (client_options) into buf;
-// 0 when the sentinels have none (sentinel.cpp).
+// 0 when the sentinels have none, or when it does not fit (sentinel.cpp).
 std::size_t encode_sentinel_auth(char* buf, std::size_t capacity, const client_options& o);
 
 // What a transport session is opened to: the host as the connection named it.

@@ -38,7 +38,8 @@ std::size_t encode_sentinel_auth(char* buf, std::size_t capacity, const client_o
         auth[argc++] = o.sentinel_username;
     }
     auth[argc++] = o.sentinel_password;
-    return resp_encode_command(buf, capacity, auth, argc).size;
+    const resp_encoded e = resp_encode_command(buf, capacity, auth, argc);
+    return e.error == resp_encode_errc::ok ? e.size : 0;
 }
 
 void sentinel_resolver::begin(instant now, instant connect_deadline,
@@ -82,6 +83,9 @@ std::size_t sentinel_resolver::write_question(char* buf, std::size_t capacity,
                                               bool& auth) noexcept {
     std::size_t size = encode_sentinel_auth(buf, capacity, o);
     auth = size > 0;
+    if (!auth && !o.sentinel_password.empty()) {
+        return 0;  // the AUTH does not fit
+    }
     const str_view ask[] = {"SENTINEL", "get-master-addr-by-name", a.master_name};
     const resp_encoded e = resp_encode_command(buf + size, capacity - size, ask, 3);
     return e.error == resp_encode_errc::ok ? size + e.size : 0;
@@ -166,27 +170,28 @@ void client_base::master_answer(std::uint8_t n, std::uint32_t tag, const resp_no
     reconnect(n, now, c.timers.get(connection_timer::connect));
 }
 
-bool client_base::failover_wanted(std::uint8_t n) const noexcept {
-    return n < node_count_ && conns_[n].address.sentinel_count > 0 && node_wanted(n);
+bool client_base::failover_side::wanted(const client_base& self, std::uint8_t n) noexcept {
+    return n < self.node_count_ && self.conns_[n].address.sentinel_count > 0 && self.node_wanted(n);
 }
 
-detail::watch_link client_base::failover_link(std::uint8_t n) noexcept {
+detail::watch_link client_base::failover_side::link(client_base& self, std::uint8_t n) noexcept {
     detail::watch_link link;
-    link.via = transport_;
-    link.options = &options_;
-    link.address = &conns_[n].address;
-    link.front = conns_[n].where.front();
-    link.lookup_max_age = lookup_max_age();
-    link.random = &random_;
-    link.nodes = nodes_;
+    link.via = self.transport_;
+    link.options = &self.options_;
+    link.address = &self.conns_[n].address;
+    link.front = self.conns_[n].where.front();
+    link.lookup_max_age = self.lookup_max_age();
+    link.random = &self.random_;
+    link.nodes = self.nodes_;
     link.node_capacity = EDGELOCK_CLIENT_REPLY_NODES;
     return link;
 }
 
-void client_base::failover_events(std::uint8_t n, std::uint8_t events, instant now) noexcept {
-    detail::connection& c = conns_[n];
+void client_base::failover_side::apply(client_base& self, std::uint8_t n, std::uint8_t events,
+                                       instant now) noexcept {
+    detail::connection& c = self.conns_[n];
     if ((events & watch_missed) != 0 && c.io.fd() >= 0) {
-        drop(n, now);  // made again by asking the sentinels
+        self.drop(n, now);  // made again by asking the sentinels
         c.state = node_state::down;
         return;
     }
@@ -200,7 +205,7 @@ void client_base::failover_events(std::uint8_t n, std::uint8_t events, instant n
     c.target = to;
     if ((c.io.fd() >= 0 || c.state == node_state::resolving) && !c.where.asking()) {
         // Straight to the new master, with a connect's whole time.
-        reconnect(n, now, now + options_.connect_timeout);
+        self.reconnect(n, now, now + self.options_.connect_timeout);
     }
 }
 

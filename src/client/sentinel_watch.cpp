@@ -32,6 +32,7 @@ namespace {
 
 constexpr std::size_t watch_setup_capacity = 2 * node_url_max_secret + 96;
 
+// The buffer always holds the longest AUTH and the SUBSCRIBE.
 std::size_t watch_setup(char* buf, std::size_t capacity, const client_options& o) {
     std::size_t size = encode_sentinel_auth(buf, capacity, o);
     const str_view subscribe[] = {"SUBSCRIBE", "+switch-master"};
