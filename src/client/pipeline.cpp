@@ -138,13 +138,16 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
 
 void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
-    if (!queue_extras(n, now)) {
+    if ((c.redirect_due || c.address.seed_count > 0) && !queue_extras(n, now)) {
         return;  // they go first, once there is room
     }
     const std::uint8_t node = c.node;
     for (client_lock* l = locks_; l != nullptr; l = l->next_) {
         if (!serves(n, *l)) {
             continue;  // a Cluster node's lock whose slot is on another master
+        }
+        if (l->machine_.next_send(node) == lock::outgoing::none) {
+            continue;  // nothing of this lock for this node now
         }
         if (c.address.seed_count > 0 && in_flight_elsewhere(n, *l)) {
             continue;  // its requests to a node go out in order (cluster.cpp)
