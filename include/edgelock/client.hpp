@@ -285,14 +285,22 @@ private:
                        instant now) noexcept;
     // The sentinel being asked failed: the next one; false when none is left.
     bool ask_next(std::uint8_t n, instant now) noexcept;
-    // The parts a node may have, their links to the client and what the
-    // client does with their events (notify.cpp, sentinel.cpp).
-    bool subscription_wanted(std::uint8_t n) const noexcept;
-    detail::sub_link subscription_link(std::uint8_t n) noexcept;
-    void subscription_events(std::uint8_t n, std::uint8_t events, instant now) noexcept;
-    bool failover_wanted(std::uint8_t n) const noexcept;
-    detail::watch_link failover_link(std::uint8_t n) noexcept;
-    void failover_events(std::uint8_t n, std::uint8_t events, instant now) noexcept;
+    // The client's side of a node's parts: whether it wants one, what the
+    // part needs of it for a call, what it does with the part's events.
+    // A RESP2 node's subscription (notify.cpp).
+    struct tracking_side {
+        static bool wanted(const client_base& c, std::uint8_t n) noexcept;
+        static detail::sub_link link(client_base& c, std::uint8_t n) noexcept;
+        static void apply(client_base& c, std::uint8_t n, std::uint8_t events,
+                          instant now) noexcept;
+    };
+    // A Sentinel node's watch (sentinel.cpp).
+    struct failover_side {
+        static bool wanted(const client_base& c, std::uint8_t n) noexcept;
+        static detail::watch_link link(client_base& c, std::uint8_t n) noexcept;
+        static void apply(client_base& c, std::uint8_t n, std::uint8_t events,
+                          instant now) noexcept;
+    };
     // Redis Cluster nodes (cluster.cpp). A lock's requests to node `node`
     // go out on served_by(l, node); connection n serves node node_of(n).
     std::uint8_t node_of(std::uint8_t n) const noexcept { return conns_[n].node; }

@@ -68,9 +68,10 @@ instant client_base::next_deadline() const noexcept {
         if (c.where.asking()) {
             next = earliest(next, c.where.deadline());
         }
-        next = earliest(next, c.sub.next_deadline(subscription_wanted(n), instant{0}));
+        next = earliest(next, c.sub.next_deadline(tracking_side::wanted(*this, n), instant{0}));
         if (n < node_count_) {
-            next = earliest(next, c.watch.next_deadline(failover_wanted(n), instant{0}));
+            next =
+                earliest(next, c.watch.next_deadline(failover_side::wanted(*this, n), instant{0}));
         }
     }
     return next;
@@ -104,11 +105,13 @@ void client_base::handle_ready(int fd, std::uint8_t events, instant now) noexcep
             return;
         }
         if (c.sub.fd() == fd) {
-            subscription_events(n, c.sub.on_ready(events, subscription_link(n), now), now);
+            tracking_side::apply(*this, n,
+                                 c.sub.on_ready(events, tracking_side::link(*this, n), now), now);
             return;
         }
         if (c.watch.fd() == fd) {
-            failover_events(n, c.watch.on_ready(events, failover_link(n), now), now);
+            failover_side::apply(*this, n,
+                                 c.watch.on_ready(events, failover_side::link(*this, n), now), now);
             return;
         }
     }

@@ -123,34 +123,35 @@ void client_base::push_to(void* ctx, const resp_node* nodes, std::size_t count,
     static_cast<client_base*>(ctx)->on_push(nodes, count, now);
 }
 
-bool client_base::subscription_wanted(std::uint8_t n) const noexcept {
-    const detail::connection& c = conns_[n];
-    return options_.notify && c.state == node_state::ready && c.report.tracks_keys &&
-           (c.report.resp2 || !options_.resp3);
+bool client_base::tracking_side::wanted(const client_base& self, std::uint8_t n) noexcept {
+    const detail::connection& c = self.conns_[n];
+    return self.options_.notify && c.state == node_state::ready && c.report.tracks_keys &&
+           (c.report.resp2 || !self.options_.resp3);
 }
 
-detail::sub_link client_base::subscription_link(std::uint8_t n) noexcept {
-    const detail::connection& c = conns_[n];
+detail::sub_link client_base::tracking_side::link(client_base& self, std::uint8_t n) noexcept {
+    const detail::connection& c = self.conns_[n];
     detail::sub_link link;
-    link.via = transport_;
-    link.options = &options_;
+    link.via = self.transport_;
+    link.options = &self.options_;
     link.address = &c.address;
-    const port::endpoint lock_connection = endpoint_of(n);
+    const port::endpoint lock_connection = self.endpoint_of(n);
     link.named = lock_connection.host;
     link.where = lock_connection;
     if (link.where.unix_path.empty()) {
         link.where.host = str_view(c.connected_to, c.connected_size);
     }
-    link.random = &random_;
-    link.nodes = nodes_;
+    link.random = &self.random_;
+    link.nodes = self.nodes_;
     link.node_capacity = EDGELOCK_CLIENT_REPLY_NODES;
     link.push.fn = &client_base::push_to;
-    link.push.ctx = this;
+    link.push.ctx = &self;
     return link;
 }
 
-void client_base::subscription_events(std::uint8_t n, std::uint8_t events, instant now) noexcept {
-    detail::connection& c = conns_[n];
+void client_base::tracking_side::apply(client_base& self, std::uint8_t n, std::uint8_t events,
+                                       instant now) noexcept {
+    detail::connection& c = self.conns_[n];
     if ((events & sub_lost) != 0) {
         c.report.tracking = false;  // its waiters poll until it is back
         c.redirect_due = false;
@@ -162,7 +163,7 @@ void client_base::subscription_events(std::uint8_t n, std::uint8_t events, insta
         c.report.tracking = true;
     }
     if ((events & (sub_missed | sub_told)) != 0) {
-        wake_all(now);  // whatever changed meanwhile was not told
+        self.wake_all(now);  // whatever changed meanwhile was not told
     }
 }
 
@@ -172,8 +173,9 @@ void client_base::redirect_answer(std::uint8_t n, std::uint32_t id, const resp_n
                                   std::size_t count, instant now) noexcept {
     const std::size_t top = count > 0 ? skip_attributes(nodes, count, 0) : 0;
     const bool accepted = nodes != nullptr && top < count && !nodes[top].is_error();
-    subscription_events(
-        n, conns_[n].sub.on_redirect_answer(id, accepted, subscription_link(n), now), now);
+    tracking_side::apply(
+        *this, n,
+        conns_[n].sub.on_redirect_answer(id, accepted, tracking_side::link(*this, n), now), now);
 }
 
 // CLIENT TRACKING ON REDIRECT <id> OPTIN NOLOOP when the subscription is new,

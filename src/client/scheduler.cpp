@@ -252,16 +252,19 @@ void client_base::service(instant now) noexcept {
         // The subscriptions of RESP2 nodes: made, timed out, made again.
         for (std::uint8_t n = 0; n < conn_count_; ++n) {
             detail::subscription& sub = conns_[n].sub;
-            const bool wanted = subscription_wanted(n);
+            const bool wanted = tracking_side::wanted(*this, n);
             if (wanted || sub.phase() == sub_phase::connecting || sub.phase() == sub_phase::setup) {
-                subscription_events(n, sub.service(wanted, subscription_link(n), now), now);
+                tracking_side::apply(*this, n,
+                                     sub.service(wanted, tracking_side::link(*this, n), now), now);
             }
         }
         // The watches of Sentinel nodes: +switch-master.
         for (std::uint8_t n = 0; n < node_count_; ++n) {
             if (conns_[n].address.sentinel_count > 0) {
-                failover_events(
-                    n, conns_[n].watch.service(failover_wanted(n), failover_link(n), now), now);
+                failover_side::apply(*this, n,
+                                     conns_[n].watch.service(failover_side::wanted(*this, n),
+                                                             failover_side::link(*this, n), now),
+                                     now);
             }
         }
         // Connect what someone needs.
