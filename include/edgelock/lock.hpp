@@ -93,11 +93,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "edgelock/detail/timer_table.hpp"
 #include "edgelock/redlock.hpp"
 #include "edgelock/resp.hpp"
 #include "edgelock/str_view.hpp"
 #include "edgelock/time.hpp"
-#include "edgelock/detail/timer_table.hpp"
 #include "edgelock/token.hpp"
 
 // Most nodes one lock can span. Each costs 4 bytes per lock object.

@@ -2,7 +2,7 @@
 // (src/client/sentinel.cpp): which sentinel to ask, in what time, what to
 // ask and what the answer means. No socket: the node's own connection
 // carries the question, as it carries the set-up. Tested alone in
-// tests/unit/test_sentinel_parts.cpp.
+// tests/unit/test_sentinel_resolver.cpp and test_sentinel_watch.cpp.
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 // transport, so sentinels that speak TLS (rediss-sentinel://) are watched
 // over TLS. Its owner drives it with service() on every pass and on_ready()
 // when its fd is ready, and reads what happened from the watch_event bits
-// they return. Tested alone in tests/unit/test_sentinel_parts.cpp.
+// they return. Tested alone in tests/unit/test_sentinel_resolver.cpp and test_sentinel_watch.cpp.
 #pragma once
 
 #include <cstddef>
