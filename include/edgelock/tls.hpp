@@ -84,8 +84,8 @@ struct tls_options {
     // only, not IP address entries: for a node given by address, put the
     // certificate's DNS name here.)
     str_view server_name;
-    // TLS for redis:// nodes too, not only rediss:// ones (unix:// nodes
-    // stay plain).
+    // TLS for redis:// and redis-sentinel:// nodes too (their sentinels
+    // included), not only rediss:// ones (unix:// nodes stay plain).
     bool always = false;
     // Skips every check of the server's certificate: anyone on the path can
     // read and change the traffic. For tests against a throw-away server.
