@@ -459,6 +459,10 @@ private:
 
     str_view name_;
     lock_options options_;
+    // The ttl in ms, WAIT's replicas and its timeout as requests carry them,
+    // written at configure(), in that order.
+    char numbers_[3][20] = {};
+    std::uint8_t number_sizes_[3] = {};
     random_source random_;
     owner_token token_;          // the current acquisition
     owner_token cleanup_token_;  // the acquisition whose keys cleanups delete

@@ -19,6 +19,8 @@
 // mode a lost acquisition sends nothing more, and its increments expire.
 #include "edgelock/lock.hpp"
 
+#include "edgelock/resp_encoder.hpp"
+
 #include "edgelock/lock_scripts.hpp"
 #include "lock_slots.hpp"
 #include "lock_wire.hpp"
@@ -82,6 +84,12 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
     }
     name_ = name;
     options_ = options;
+    const std::int64_t numbers[3] = {static_cast<std::int64_t>(options.ttl.ms()),
+                                     static_cast<std::int64_t>(options.min_replicas),
+                                     static_cast<std::int64_t>(options.replica_timeout.ms())};
+    for (int i = 0; i < 3; ++i) {
+        number_sizes_[i] = static_cast<std::uint8_t>(format_signed(numbers_[i], numbers[i]));
+    }
     random_ = random;
     node_count_ = node_count;
     quorum_ = options.quorum != 0 ? options.quorum : redlock_min_quorum(node_count);

@@ -41,7 +41,6 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const bool eval = cleanup || (s.flags & slot_eval) != 0;
     const owner_token& tok = cleanup ? cleanup_token_ : token_;
 
-    char key[lock_key_capacity];
     char fence_key[lock_key_capacity];
     char hex[owner_token::hex_size];
     tok.to_hex(hex);
@@ -49,18 +48,19 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const str_view owner = options_.mode == lock_mode::reentrant && !options_.owner.empty()
                                ? options_.owner
                                : token_view;
-    const str_view lock_key(key, detail::make_lock_key(key, name_, false));
-    const str_view counter_key(fence_key, detail::make_lock_key(fence_key, name_, true));
-    const decimal_arg ttl(static_cast<std::int64_t>(options_.ttl.ms()));
-    const decimal_arg fence = decimal_arg::from_unsigned(fence_);
+    // The lock's key is its name; the fence counter's key is made only for
+    // the requests that name it.
+    const str_view lock_key = name_;
+    const str_view ttl(numbers_[0], number_sizes_[0]);
+    char fence_digits[20];
 
     const bool via_set =
         kind == req::acquire && options_.mode == lock_mode::plain && !contended_ &&
         options_.min_replicas == 0 &&
         (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get;
     const lock_script* script = &script_release;
-    str_view keys[2] = {lock_key, counter_key};
-    str_view args[2] = {token_view, ttl.view()};
+    str_view keys[2] = {lock_key, str_view()};
+    str_view args[2] = {token_view, ttl};
     std::size_t key_count = 1;
     std::size_t arg_count = 2;
     const bool reentrant = options_.mode == lock_mode::reentrant;
@@ -79,7 +79,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     case req::fence_raise:
         script = &script_fence_raise;
         key_count = 2;
-        args[1] = fence.view();
+        args[1] = str_view(fence_digits, format_unsigned(fence_digits, fence_));
         break;
     case req::renew:
         if (reentrant) {
@@ -102,6 +102,9 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     case req::none:
         return out;
     }
+    if (key_count == 2) {
+        keys[1] = str_view(fence_key, detail::make_lock_key(fence_key, name_, true));
+    }
     // A told node tracks only what follows CLIENT CACHING yes (OPTIN): the
     // key an acquire script reads when it finds it busy. The request goes
     // first, behind room for that prefix, so nothing is written unless both fit.
@@ -110,16 +113,15 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const std::size_t at = prefixed ? resp_command_size(caching, 3) : 0;
     // With min_replicas, WAIT follows an acquire or a renew: room for it is
     // kept behind the request, so nothing is written unless all of it fits.
-    const decimal_arg replicas(static_cast<std::int64_t>(options_.min_replicas));
-    const decimal_arg wait_ms(static_cast<std::int64_t>(options_.replica_timeout.ms()));
-    const str_view wait[] = {"WAIT", replicas.view(), wait_ms.view()};
     const bool waits = options_.min_replicas > 0 && (kind == req::acquire || kind == req::renew);
+    const str_view wait[] = {"WAIT", str_view(numbers_[1], number_sizes_[1]),
+                             str_view(numbers_[2], number_sizes_[2])};
     const std::size_t after = waits ? resp_command_size(wait, 3) : 0;
     const std::size_t room = capacity > at + after ? capacity - at - after : 0;
-    resp_encoded enc =
-        via_set ? detail::encode_set_acquire(lock_key, token_view, ttl.view(), buf + at, room)
-                : detail::encode_script_call(*script, eval, keys, key_count, args, arg_count,
-                                             buf + at, room);
+    resp_encoded enc = via_set
+                           ? detail::encode_set_acquire(lock_key, token_view, ttl, buf + at, room)
+                           : detail::encode_script_call(*script, eval, keys, key_count, args,
+                                                        arg_count, buf + at, room);
     if (enc.error != resp_encode_errc::ok || capacity < at + after) {
         out.error = lock_errc::buffer_too_small;
         out.size = at + enc.size + after;
