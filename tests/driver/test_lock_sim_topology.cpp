@@ -186,7 +186,7 @@ outcome run_topology(std::uint64_t seed, topology kind, bool fenced, tally& t) {
                                                       : sim::old_master::demoted;
         s.lossy = !exact || fate == sim::old_master::kept;
         const std::uint64_t at = s.now() + pick(rng, ttl_us / 2, horizon - s.now());
-        const int to = g.replicas[pick(rng, 0, g.replicas.size() - 1)];
+        const int to = g.replicas[static_cast<std::size_t>(pick(rng, 0, g.replicas.size() - 1))];
         promoted = to;
         if (!exact) {
             // The replica's copy is from a while before: what came since is lost.
@@ -211,7 +211,8 @@ outcome run_topology(std::uint64_t seed, topology kind, bool fenced, tally& t) {
         }
         // A sentinel down for a while, or slow.
         if ((rng() & 1) != 0) {
-            const int sn = g.sentinels[pick(rng, 0, g.sentinels.size() - 1)];
+            const int sn =
+                g.sentinels[static_cast<std::size_t>(pick(rng, 0, g.sentinels.size() - 1))];
             const std::uint64_t when = s.now() + pick(rng, 0, horizon - s.now());
             s.net.at(instant{when}, [&s, sn] { s.net.crash(sn); });
             s.net.at(instant{when + pick(rng, 1000, 500000)},
