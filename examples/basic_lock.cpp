@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     const char* url = argv[1];
     const char* key = argc == 3 ? argv[2] : "basic-lock-demo";
 
-    static edgelock::client<1> client;  // ~7 KB: not on the stack
+    static edgelock::client<1> client;  // ~8 KB: not on the stack
     const edgelock::str_view urls[] = {url};
     const edgelock::client_errc ce = client.configure(urls, 1, edgelock::client_options{});
     if (ce == edgelock::client_errc::bad_url) {

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
         urls[i] = edgelock::str_view(url_text[i]);
     }
 
-    static edgelock::client<edgelock::lock_max_nodes> client;  // ~7 KB per node: not on the stack
+    static edgelock::client<edgelock::lock_max_nodes> client;  // ~8 KB per node: not on the stack
     const edgelock::client_errc ce =
         client.configure(urls, static_cast<std::size_t>(nodes), edgelock::client_options{});
     if (ce == edgelock::client_errc::bad_url) {

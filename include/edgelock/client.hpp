@@ -15,7 +15,7 @@
 //
 // Blocking use:
 //
-//   edgelock::client<3> c;                       // room for 3 nodes (~7 KB each)
+//   edgelock::client<3> c;                       // room for 3 nodes (~8 KB each)
 //   edgelock::str_view urls[] = {"redis://10.0.0.1", "redis://10.0.0.2", "redis://10.0.0.3"};
 //   if (c.configure(urls, 3, {}) != edgelock::client_errc::ok) ...
 //   edgelock::client_lock job;

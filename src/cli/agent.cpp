@@ -18,7 +18,7 @@ using namespace edgelock;
 
 options opt;
 client<lock_max_nodes, extra_connections>
-    driver;  // the connections to the nodes, ~7 KB each: static, not on the stack
+    driver;  // the connections to the nodes, ~8 KB each: static, not on the stack
 lock_watch watch;
 
 namespace {
