@@ -459,8 +459,7 @@ private:
 
     str_view name_;
     lock_options options_;
-    // The ttl in ms, WAIT's replicas and its timeout as requests carry them,
-    // written at configure(), in that order.
+    // The ttl in ms, WAIT's replicas and timeout as requests carry them (configure()).
     char numbers_[3][20] = {};
     std::uint8_t number_sizes_[3] = {};
     random_source random_;

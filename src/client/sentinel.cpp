@@ -54,8 +54,8 @@ void sentinel_resolver::restart(instant now, instant connect_deadline,
     timers_.set(timer::answer, earliest(now + sentinel_timeout, connect_deadline));
 }
 
-bool sentinel_resolver::next(const node_address& a, instant now, instant connect_deadline,
-                             duration) noexcept {
+bool sentinel_resolver::next(const node_address& a, instant now,
+                             instant connect_deadline) noexcept {
     if (tried_ + 1 >= a.sentinel_count || connect_deadline <= now) {
         stop();
         return false;
@@ -144,7 +144,7 @@ port::endpoint client_base::endpoint_of(std::uint8_t n) const noexcept {
 bool client_base::ask_next(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     const instant deadline = c.timers.get(connection_timer::connect);
-    if (!c.where.next(c.address, now, deadline, options_.sentinel_timeout)) {
+    if (!c.where.next(c.address, now, deadline)) {
         return false;
     }
     reconnect(n, now, deadline);

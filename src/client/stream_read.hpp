@@ -43,7 +43,7 @@ read_end stream::read(transport& t, resp_node* nodes, std::size_t node_capacity,
         rx_size_ += io.size;
         heard_ = heard_ || io.size > 0;
         std::size_t used = 0;
-        const read_end e = decode(t, nodes, node_capacity, h, used);
+        const read_end e = decode(nodes, node_capacity, h, used);
         if (generation_ != generation) {
             return read_end::stopped;  // closed, or another connection now
         }
@@ -66,7 +66,7 @@ read_end stream::read(transport& t, resp_node* nodes, std::size_t node_capacity,
 }
 
 template <class Handler>
-read_end stream::decode(transport&, resp_node* nodes, std::size_t node_capacity, Handler& h,
+read_end stream::decode(resp_node* nodes, std::size_t node_capacity, Handler& h,
                         std::size_t& used) noexcept {
     const std::uint32_t generation = generation_;
     std::size_t pos = 0;

@@ -10,6 +10,7 @@
 #include "edgelock/client.hpp"
 #include "edgelock/detail/sentinel_resolver.hpp"
 #include "edgelock/resp_decoder.hpp"
+#include "part_server.hpp"
 
 using edgelock::client_options;
 using edgelock::duration;
@@ -19,26 +20,14 @@ using edgelock::resp_node;
 using edgelock::str_view;
 using edgelock::detail::peer;
 using edgelock::detail::sentinel_resolver;
+using edgelock_test::bulk;
+using edgelock_test::parse;
+using edgelock_test::text;
 namespace port = edgelock::port;
 
 namespace {
 
 using answer = sentinel_resolver::answer;
-
-// The address points into `url`: keep it.
-node_address parse(const char* url) {
-    node_address a;
-    REQUIRE(edgelock::parse_node_url(str_view(url), a) == edgelock::url_errc::ok);
-    return a;
-}
-
-std::string text(str_view s) {
-    return std::string(s.data, s.size);
-}
-
-std::string bulk(const std::string& s) {
-    return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
-}
 
 std::string asked(const sentinel_resolver& r, const node_address& a) {
     str_view host;
@@ -108,7 +97,7 @@ TEST_CASE("sentinel resolver: each sentinel in turn within its time and the conn
     CHECK_FALSE(r.expired(instant{(now + each).us - 1}));
     CHECK(r.expired(now + each));
 
-    CHECK(r.next(a, now, now + duration::seconds(1), each));
+    CHECK(r.next(a, now, now + duration::seconds(1)));
     CHECK(asked(r, a) == "s2:26380");
     // A new connection to it starts its own time.
     const instant later = now + duration::millis(300);
@@ -118,9 +107,9 @@ TEST_CASE("sentinel resolver: each sentinel in turn within its time and the conn
     r.restart(later, now + duration::millis(400), each);
     CHECK(r.deadline() == now + duration::millis(400));
 
-    CHECK(r.next(a, later, now + duration::seconds(1), each));
+    CHECK(r.next(a, later, now + duration::seconds(1)));
     CHECK(asked(r, a) == "s3:26379");
-    CHECK_FALSE(r.next(a, later, now + duration::seconds(1), each));  // every one asked
+    CHECK_FALSE(r.next(a, later, now + duration::seconds(1)));  // every one asked
     CHECK_FALSE(r.asking());
     CHECK(r.deadline().is_never());
     CHECK_FALSE(r.expired(now + duration::seconds(100)));
@@ -132,7 +121,7 @@ TEST_CASE("sentinel resolver: each sentinel in turn within its time and the conn
     }
     SECTION("no time left: no next one") {
         r.begin(now, now + duration::seconds(1), each);
-        CHECK_FALSE(r.next(a, now + duration::seconds(1), now + duration::seconds(1), each));
+        CHECK_FALSE(r.next(a, now + duration::seconds(1), now + duration::seconds(1)));
         CHECK_FALSE(r.asking());
     }
     SECTION("stop") {
@@ -145,7 +134,7 @@ TEST_CASE("sentinel resolver: each sentinel in turn within its time and the conn
         const node_address one = parse("redis-sentinel://s1/m");
         sentinel_resolver solo;
         solo.begin(now, now + duration::seconds(1), each);
-        CHECK_FALSE(solo.next(one, now, now + duration::seconds(1), each));
+        CHECK_FALSE(solo.next(one, now, now + duration::seconds(1)));
     }
 }
 
@@ -156,7 +145,7 @@ TEST_CASE("sentinel resolver: the one that answered is asked first next time", "
     const instant end = now + duration::seconds(1);
     const duration each = duration::millis(100);
     r.begin(now, end, each);
-    REQUIRE(r.next(a, now, end, each));
+    REQUIRE(r.next(a, now, end));
     peer master;
     CHECK(on_reply(r, sentinel_resolver::tag_master, "*2\r\n$8\r\n10.0.0.7\r\n$4\r\n6380\r\n", a,
                    master) == answer::found);
@@ -169,18 +158,18 @@ TEST_CASE("sentinel resolver: the one that answered is asked first next time", "
     // From s2, round to s1.
     r.begin(now, end, each);
     CHECK(asked(r, a) == "s2:26380");
-    REQUIRE(r.next(a, now, end, each));
+    REQUIRE(r.next(a, now, end));
     CHECK(asked(r, a) == "s3:26379");
-    REQUIRE(r.next(a, now, end, each));
+    REQUIRE(r.next(a, now, end));
     CHECK(asked(r, a) == "s1:26379");
     CHECK(on_reply(r, sentinel_resolver::tag_master, "*2\r\n$1\r\nh\r\n$1\r\n1\r\n", a, master) ==
           answer::found);
     CHECK(r.front() == 0);  // (1 + 2) % 3
     r.begin(now, end, each);
     CHECK(asked(r, a) == "s1:26379");
-    CHECK(r.next(a, now, end, each));
-    CHECK(r.next(a, now, end, each));
-    CHECK_FALSE(r.next(a, now, end, each));  // three, not four
+    CHECK(r.next(a, now, end));
+    CHECK(r.next(a, now, end));
+    CHECK_FALSE(r.next(a, now, end));  // three, not four
 }
 
 TEST_CASE("sentinel resolver: the question with and without the sentinels' credentials",

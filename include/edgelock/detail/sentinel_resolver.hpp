@@ -40,11 +40,10 @@ public:
     // Starts asking from the front sentinel: each has sentinel_timeout, all
     // of them together what is left until `connect_deadline`.
     void begin(instant now, instant connect_deadline, duration sentinel_timeout) noexcept;
-    // The sentinel being asked failed us: the next one, within its own time
-    // and what is left of the connect's; false (asking ends) when every
-    // sentinel has been asked or no time is left.
-    bool next(const node_address& a, instant now, instant connect_deadline,
-              duration sentinel_timeout) noexcept;
+    // The sentinel being asked failed us: the next one (restart() gives it
+    // its time with the new connection); false (asking ends) when every
+    // sentinel has been asked or no time is left before `connect_deadline`.
+    bool next(const node_address& a, instant now, instant connect_deadline) noexcept;
     // A new connection to the sentinel being asked starts its own time.
     void restart(instant now, instant connect_deadline, duration sentinel_timeout) noexcept;
     void stop() noexcept;

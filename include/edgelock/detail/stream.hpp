@@ -99,7 +99,7 @@ private:
     // The messages in rx_ from the start; how many bytes they took.
     resp_limits decoder_limits() const noexcept;
     template <class Handler>
-    read_end decode(transport& t, resp_node* nodes, std::size_t node_capacity, Handler& h,
+    read_end decode(resp_node* nodes, std::size_t node_capacity, Handler& h,
                     std::size_t& used) noexcept;
 
     char* rx_;
