@@ -20,11 +20,27 @@
 #include <string>
 #include <vector>
 
+#include "edgelock/node_url.hpp"
 #include "edgelock/port.hpp"
 #include "edgelock/resp_decoder.hpp"
 #include "tools/net.hpp"
 
 namespace edgelock_test {
+
+// The address points into `url`: keep it.
+inline edgelock::node_address parse(const char* url) {
+    edgelock::node_address a;
+    REQUIRE(edgelock::parse_node_url(edgelock::str_view(url), a) == edgelock::url_errc::ok);
+    return a;
+}
+
+inline std::string text(edgelock::str_view s) {
+    return std::string(s.data, s.size);
+}
+
+inline std::string bulk(const std::string& s) {
+    return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
 
 // Long enough for a loaded machine, short enough to fail quickly.
 constexpr int part_wait_ms = 1000;

@@ -18,28 +18,12 @@ using edgelock::str_view;
 using edgelock::detail::sentinel_watch;
 using edgelock::detail::watch_link;
 using edgelock::detail::watch_phase;
+using edgelock_test::bulk;
+using edgelock_test::parse;
 using edgelock_test::part_server;
 using edgelock_test::pump;
+using edgelock_test::text;
 namespace port = edgelock::port;
-
-namespace {
-
-// The address points into `url`: keep it.
-node_address parse(const char* url) {
-    node_address a;
-    REQUIRE(edgelock::parse_node_url(str_view(url), a) == edgelock::url_errc::ok);
-    return a;
-}
-
-std::string text(str_view s) {
-    return std::string(s.data, s.size);
-}
-
-std::string bulk(const std::string& s) {
-    return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
-}
-
-}  // namespace
 
 namespace {
 
