@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -161,6 +163,23 @@ struct fake_redis {
     }
     std::string url() const { return redis_url(static_cast<std::uint16_t>(positive(port))); }
 };
+
+// What a fake_redis started with `--tally path` counted so far: each
+// command's name (with its subcommand: "SCRIPT LOAD") and "accepted P" to
+// its count; empty before the first write. It is rewritten every 20 ms
+// while it changes: wait that long after the client stopped.
+inline std::map<std::string, long> read_tally(const std::string& path) {
+    std::map<std::string, long> out;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        const std::size_t space = line.rfind(' ');
+        if (space != std::string::npos) {
+            out[line.substr(0, space)] = std::stol(line.substr(space + 1));
+        }
+    }
+    return out;
+}
 
 // s in lower case (ASCII).
 inline std::string lower(std::string s) {

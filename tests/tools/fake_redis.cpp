@@ -2,7 +2,7 @@
 // loopback port, prints that port on stdout (one line) and answers every
 // command it reads the way MODE says, for --seconds N (default 30), then exits.
 //
-//   fake_redis MODE [--seconds N]
+//   fake_redis MODE [--seconds N] [--tally FILE]
 //   fake_redis moved-chain [--ports K] [--moved-host NAME] [--seconds N]
 //   fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT
 //              --switch-after MS] [--seconds N]
@@ -18,6 +18,13 @@
 // inline lines when the input is not that (resp_text.hpp); each counts as one
 // command. Many clients may be connected at once (one poll() loop); a client
 // that goes away is dropped, never a reason to stop.
+//
+// --tally FILE (any mode): FILE says what the server was asked, one line per
+// kind, "NAME COUNT", rewritten (write, then rename) at most every 20 ms
+// while it changes and once at the end: each command by its name in upper
+// case, with its subcommand for CLIENT, SCRIPT, SENTINEL and CLUSTER
+// ("SCRIPT LOAD"), and "accepted P" for the connections accepted on the
+// P-th port printed (0 first). A test reads it to count what a client sent.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -32,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -103,9 +111,53 @@ constexpr std::size_t random_chunk = 4096;
 std::string moved_host = "127.0.0.1";
 edgelock_test::fake_sentinel::server sentinel;
 
+// --tally: where, what was counted, and whether FILE is behind.
+std::string tally_path;
+std::map<std::string, long> tally;
+bool tally_dirty = false;
+double tally_written = 0;
+constexpr double tally_every = 0.02;
+
+void count(const std::string& what) {
+    if (!tally_path.empty()) {
+        ++tally[what];
+        tally_dirty = true;
+    }
+}
+
+void count_command(const std::vector<std::string>& args) {
+    if (args.empty()) {
+        return;
+    }
+    const std::string name = edgelock_test::resp_text::upper(args[0]);
+    const bool has_sub =
+        name == "CLIENT" || name == "SCRIPT" || name == "SENTINEL" || name == "CLUSTER";
+    count(has_sub && args.size() > 1 ? name + " " + edgelock_test::resp_text::upper(args[1])
+                                     : name);
+}
+
+// FILE rewritten whole: a reader sees the old counts or the new, never half.
+void write_tally(double now) {
+    if (tally_path.empty() || !tally_dirty) {
+        return;
+    }
+    const std::string tmp = tally_path + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    if (f == nullptr) {
+        return;
+    }
+    for (const auto& kv : tally) {
+        std::fprintf(f, "%s %ld\n", kv.first.c_str(), kv.second);
+    }
+    if (std::fclose(f) == 0 && std::rename(tmp.c_str(), tally_path.c_str()) == 0) {
+        tally_dirty = false;
+        tally_written = now;
+    }
+}
+
 void usage() {
     std::fprintf(stderr,
-                 "usage: fake_redis MODE [--seconds N]\n"
+                 "usage: fake_redis MODE [--seconds N] [--tally FILE]\n"
                  "       fake_redis moved-chain [--ports K] [--moved-host NAME] [--seconds N]\n"
                  "       fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT\n"
                  "                  --switch-after MS] [--seconds N]\n"
@@ -263,6 +315,7 @@ bool on_readable(mode m, connection& c, std::mt19937& rng) {
     std::size_t pos = 0;
     std::vector<std::string> args;
     while (edgelock_test::resp_text::take_command(c.in, pos, args)) {
+        count_command(args);
         const std::string r = reply_for(m, c, args, rng);
         ++c.commands;
         if (c.out.size() - c.out_off + r.size() <= max_pending) {
@@ -320,6 +373,8 @@ int main(int argc, char** argv) {
         const bool ok = i + 1 < argc &&
                         ((std::strcmp(argv[i], "--seconds") == 0 &&
                           parse_number(argv[i + 1], 0.001, 1e6, seconds)) ||
+                         (std::strcmp(argv[i], "--tally") == 0 && tally_path.empty() &&
+                          argv[i + 1][0] != '\0' && (tally_path = argv[i + 1], true)) ||
                          (std::strcmp(argv[i], "--ports") == 0 && chosen->m == mode::moved_chain &&
                           !ports_given && parse_number(argv[i + 1], 1, max_chain_ports, ports) &&
                           ports == static_cast<double>(static_cast<int>(ports))) ||
@@ -371,11 +426,17 @@ int main(int argc, char** argv) {
         if (now >= deadline) {
             break;
         }
+        if (tally_dirty && now >= tally_written + tally_every) {
+            write_tally(now);
+        }
         std::vector<pollfd> fds;
         for (const int lfd : listeners) {
             fds.push_back(pollfd{lfd, POLLIN, 0});
         }
         double wake = deadline;
+        if (tally_dirty) {
+            wake = std::min(wake, tally_written + tally_every);
+        }
         if (m == mode::random) {
             for (connection& c : conns) {
                 if (c.out_off >= c.out.size()) {
@@ -445,6 +506,7 @@ int main(int argc, char** argv) {
                     ::close(cfd);
                     continue;
                 }
+                count("accepted " + std::to_string(k));
                 connection c;
                 c.fd = cfd;
                 c.next_port = listen_ports[(k + 1) % lcount];
@@ -455,6 +517,7 @@ int main(int argc, char** argv) {
             }
         }
     }
+    write_tally(edgelock_test::mono_s());
     for (const connection& c : conns) {
         ::close(c.fd);
     }
