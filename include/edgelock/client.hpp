@@ -326,8 +326,10 @@ private:
     // tracking invalidation wakes the locks waiting for its keys; anything
     // else is ignored. nodes == nullptr: one too large to read, taken as
     // "every key changed".
-    void on_push(const resp_node* nodes, std::size_t count, instant now) noexcept;
-    static void push_to(void* ctx, const resp_node* nodes, std::size_t count, instant now) noexcept;
+    void on_push(std::uint8_t node, const resp_node* nodes, std::size_t count,
+                 instant now) noexcept;
+    static void push_to(void* ctx, std::uint8_t node, const resp_node* nodes, std::size_t count,
+                        instant now) noexcept;
     void redirect_answer(std::uint8_t n, std::uint32_t id, const resp_node* nodes,
                          std::size_t count, instant now) noexcept;
     // Tells every waiting lock its key may have changed (notifications may
@@ -337,7 +339,7 @@ private:
     // name are told here, as the server does not tell us of our own writes.
     void released_here(const client_lock& by, instant now) noexcept;
     // Tells one lock its key changed, if it is waiting for it.
-    void wake(client_lock& l, instant now) noexcept;
+    void wake(client_lock& l, std::uint8_t node, instant now) noexcept;
     // Locks (scheduler.cpp).
     void pump_events(client_lock& l, instant now) noexcept;
     void notify(client_lock& l, const lock_event& ev) noexcept;

@@ -94,6 +94,7 @@
 #include <cstdint>
 
 #include "edgelock/detail/timer_table.hpp"
+#include "edgelock/detail/told_pace.hpp"
 #include "edgelock/redlock.hpp"
 #include "edgelock/resp.hpp"
 #include "edgelock/str_view.hpp"
@@ -347,8 +348,13 @@ public:
     // acquisition tries again now rather than after its retry delay; one
     // whose round is still out tries again as soon as the round ends busy.
     // Any other state ignores it, so a notification that is late, repeated
-    // or about a renew costs at most one request.
-    lock_errc on_key_changed(instant now) noexcept;
+    // or about a renew costs at most one round. A server that tells more
+    // than a tracking server can has its pushes paced: see told_pace.hpp.
+    // `node`: the node that said so (pushes are paced per node, see
+    // told_pace.hpp); without it, from no node in particular (the driver
+    // lost a node's word and asks again), not counted.
+    lock_errc on_key_changed(std::uint8_t node, instant now) noexcept;
+    lock_errc on_key_changed(instant now) noexcept { return on_key_changed(lock_max_nodes, now); }
 
     // Inputs.
     lock_errc on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
@@ -495,6 +501,7 @@ private:
     bool lost_ = false;              // the current acquisition ended in lost
     bool contended_ = false;         // a round of this acquisition found the key taken
     bool woken_ = false;             // the key changed while this acquire round was out
+    detail::told_pace<lock_max_nodes> pace_;  // how soon a push may start a round
     slot slots_[lock_max_nodes];
 };
 

@@ -71,7 +71,8 @@ bool invalidation(const resp_node* nodes, std::size_t count, std::size_t& keys_a
 }  // namespace
 
 // Any node's word will do: a waiter retries on every node.
-void client_base::on_push(const resp_node* nodes, std::size_t count, instant now) noexcept {
+void client_base::on_push(std::uint8_t node, const resp_node* nodes, std::size_t count,
+                          instant now) noexcept {
     std::size_t keys_at = count;
     if (nodes != nullptr && !invalidation(nodes, count, keys_at)) {
         return;  // pub/sub or another push: not ours
@@ -88,15 +89,15 @@ void client_base::on_push(const resp_node* nodes, std::size_t count, instant now
             }
         }
         if (changed) {
-            wake(*l, now);
+            wake(*l, node, now);
         }
     }
 }
 
-void client_base::wake(client_lock& l, instant now) noexcept {
+void client_base::wake(client_lock& l, std::uint8_t node, instant now) noexcept {
     const lock_state s = l.machine_.state();
     if (s == lock_state::retry_wait || s == lock_state::acquiring) {
-        l.machine_.on_key_changed(now);  // a round to send, or one when this ends
+        l.machine_.on_key_changed(node, now);  // a round to send, or one when this ends
         ++churn_;
         pump_events(l, now);
     }
@@ -105,7 +106,7 @@ void client_base::wake(client_lock& l, instant now) noexcept {
 void client_base::wake_all(instant now) noexcept {
     for (client_lock* l = locks_; l != nullptr;) {
         client_lock* next = l->next_;
-        wake(*l, now);
+        wake(*l, lock_max_nodes, now);
         l = next;
     }
 }
@@ -113,14 +114,14 @@ void client_base::wake_all(instant now) noexcept {
 void client_base::released_here(const client_lock& by, instant now) noexcept {
     for (client_lock* l = locks_; l != nullptr; l = l->next_) {
         if (l != &by && l->machine_.name() == by.machine_.name()) {
-            wake(*l, now);
+            wake(*l, lock_max_nodes, now);
         }
     }
 }
 
-void client_base::push_to(void* ctx, const resp_node* nodes, std::size_t count,
+void client_base::push_to(void* ctx, std::uint8_t node, const resp_node* nodes, std::size_t count,
                           instant now) noexcept {
-    static_cast<client_base*>(ctx)->on_push(nodes, count, now);
+    static_cast<client_base*>(ctx)->on_push(node, nodes, count, now);
 }
 
 bool client_base::tracking_side::wanted(const client_base& self, std::uint8_t n) noexcept {
@@ -146,6 +147,7 @@ detail::sub_link client_base::tracking_side::link(client_base& self, std::uint8_
     link.node_capacity = EDGELOCK_CLIENT_REPLY_NODES;
     link.push.fn = &client_base::push_to;
     link.push.ctx = &self;
+    link.push.node = c.node;
     return link;
 }
 

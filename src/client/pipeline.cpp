@@ -245,7 +245,7 @@ void client_base::reply_reader::on_message(const stream_message& m) noexcept {
     const bool kept = m.nodes != nullptr;
     if (m.push) {
         progress(c, now, self.options_.stall_timeout);
-        self.on_push(m.nodes, m.count, now);
+        self.on_push(c.node, m.nodes, m.count, now);
         return;  // not a reply: nothing in the FIFO answers it
     }
     if (c.fifo.empty()) {

@@ -201,7 +201,8 @@ void subscription::on_message(const stream_message& m) noexcept {
             events_ |= sub_missed;
             return;
         }
-        link_->push.fn(link_->push.ctx, nodes, count, now_);  // ours, or nothing of ours
+        link_->push.fn(link_->push.ctx, link_->push.node, nodes, count,
+                       now_);  // ours, or nothing of ours
         return;
     }
     if (phase_ != sub_phase::setup || replies_due_ == 0 || t.is_error()) {

@@ -207,6 +207,7 @@ lock_errc lock::acquire(instant now) noexcept {
     contended_ = false;
     acquisition_round_ = round_ + 1;
     tries_left_ = options_.max_tries;
+    pace_.reset();
     wait_deadline_ = now + options_.wait;
     holds_ = 0;
     fence_ = 0;
@@ -224,6 +225,7 @@ void lock::start_acquire_round(instant now) noexcept {
     busy_ttl_ms_ = -1;
     timers_.stop(timer::retry);
     woken_ = false;
+    pace_.start(now);
     --tries_left_;
     start_round(req::acquire, now);
 }

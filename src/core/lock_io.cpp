@@ -66,14 +66,23 @@ lock_errc lock::set_node_caps(std::uint8_t node, lock_node_caps caps) noexcept {
     return lock_errc::ok;
 }
 
-lock_errc lock::on_key_changed(instant now) noexcept {
+lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
     if (state_ == lock_state::unconfigured) {
         return lock_errc::not_configured;
     }
-    if (state_ == lock_state::retry_wait) {
+    if (state_ != lock_state::retry_wait && state_ != lock_state::acquiring) {
+        return lock_errc::ok;
+    }
+    pace_.told(node);
+    if (state_ == lock_state::acquiring) {
+        woken_ = true;  // again as soon as this round ends busy
+        return lock_errc::ok;
+    }
+    const instant at = pace_.next_try(now, options_.retry_min, options_.retry_max);
+    if (at <= now) {
         start_acquire_round(now);
-    } else if (state_ == lock_state::acquiring) {
-        woken_ = true;
+    } else if (at < timers_.get(timer::retry)) {
+        timers_.set(timer::retry, at);  // a noisy server: not before then
     }
     return lock_errc::ok;
 }

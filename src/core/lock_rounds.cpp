@@ -155,8 +155,14 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     }
     fence_ = 0;
     holds_ = 0;
-    if (tries_left_ > 0 && woken_ && now < wait_deadline_) {
-        timers_.set(timer::retry, now);  // the key changed meanwhile: again at once
+    if (busy) {
+        pace_.busy();
+    }
+    const instant told_at = pace_.next_try(now, options_.retry_min, options_.retry_max);
+    if (tries_left_ > 0 && woken_ && told_at < wait_deadline_) {
+        // The key changed meanwhile: again at once, or as soon as a noisy
+        // server's pushes allow (told_pace.hpp).
+        timers_.set(timer::retry, told_at);
         state_ = lock_state::retry_wait;
         return;
     }

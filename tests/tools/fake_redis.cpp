@@ -6,13 +6,16 @@
 //   fake_redis moved-chain [--ports K] [--moved-host NAME] [--seconds N]
 //   fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT
 //              --switch-after MS] [--seconds N]
+//   fake_redis push-flood [--rate N] [--flush yes|no] [--seconds N]
 //
 // Modes: silent, reset, close, trickle, garbage, huge-length, length-2-63,
 // negative-length, deep, no-cr, big-error, wrong-type, ok-then-garbage, random
 // (see usage()), and moved-chain: K free loopback ports (default 10), printed
 // on one line in ring order, separated by spaces, where a key's request on
 // one is answered MOVED to the next (moved_chain.hpp); sentinel: a Redis
-// Sentinel naming one master, which it may announce moved (fake_sentinel.hpp).
+// Sentinel naming one master, which it may announce moved (fake_sentinel.hpp);
+// push-flood: a RESP3 Redis where the lock is busy and every tracking
+// connection is told it changed, N times a second (push_flood.hpp).
 //
 // Commands are split from the input as RESP arrays of bulk strings, or as
 // inline lines when the input is not that (resp_text.hpp); each counts as one
@@ -47,6 +50,7 @@
 #include "tools/clock.hpp"
 #include "tools/fake_sentinel.hpp"
 #include "tools/moved_chain.hpp"
+#include "tools/push_flood.hpp"
 #include "tools/resp_text.hpp"
 
 namespace {
@@ -68,6 +72,7 @@ enum class mode {
     random,
     moved_chain,
     sentinel,
+    push_flood,
 };
 
 struct mode_name {
@@ -92,6 +97,7 @@ const mode_name modes[] = {
     {"random", mode::random},
     {"moved-chain", mode::moved_chain},
     {"sentinel", mode::sentinel},
+    {"push-flood", mode::push_flood},
 };
 
 // Set-up commands ok-then-garbage answers properly before turning hostile.
@@ -110,6 +116,7 @@ constexpr std::size_t random_chunk = 4096;
 // the command line, and the switch's time.
 std::string moved_host = "127.0.0.1";
 edgelock_test::fake_sentinel::server sentinel;
+edgelock_test::push_flood::server flood;
 
 // --tally: where, what was counted, and whether FILE is behind.
 std::string tally_path;
@@ -161,6 +168,7 @@ void usage() {
                  "       fake_redis moved-chain [--ports K] [--moved-host NAME] [--seconds N]\n"
                  "       fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT\n"
                  "                  --switch-after MS] [--seconds N]\n"
+                 "       fake_redis push-flood [--rate N] [--flush yes|no] [--seconds N]\n"
                  "  silent           read everything, never answer\n"
                  "  reset            close with a TCP RST on the first bytes received\n"
                  "  close            close every connection as soon as it is accepted\n"
@@ -181,7 +189,10 @@ void usage() {
                  "                   subscriptions made; anything else on port i MOVED to\n"
                  "                   port i+1 (at NAME, default 127.0.0.1), the last to the first\n"
                  "  sentinel         a sentinel whose master is HOST:PORT, until MS after it\n"
-                 "                   started: then +switch-master to the new one\n",
+                 "                   started: then +switch-master to the new one\n"
+                 "  push-flood       RESP3 Redis 7 where the lock is busy; a tracking\n"
+                 "                   connection told N times a second (default 6000) that the\n"
+                 "                   key changed, or with --flush yes that all keys did\n",
                  ok_commands, chain_ports, max_chain_ports);
 }
 
@@ -194,6 +205,7 @@ struct connection {
     std::uint16_t next_port = 0;  // moved-chain: where its port's MOVED points
     std::int64_t id = 0;          // moved-chain: its CLIENT ID
     edgelock_test::fake_sentinel::session sentinel;
+    edgelock_test::push_flood::session flood;
     bool answered_deep = false;
     double next_trickle = 0;  // trickle: when the next byte may go
     std::mt19937 rng;         // random: this connection's own stream
@@ -245,6 +257,8 @@ std::string reply_for(mode m, connection& c, const std::vector<std::string>& arg
         return edgelock_test::moved_chain::reply(args, moved_host, c.next_port, c.id);
     case mode::sentinel:
         return sentinel.reply(args, c.sentinel, edgelock_test::mono_s());
+    case mode::push_flood:
+        return flood.reply(args, c.flood, edgelock_test::mono_s());
     case mode::silent:
     case mode::reset:
     case mode::close:
@@ -380,7 +394,8 @@ int main(int argc, char** argv) {
                           ports == static_cast<double>(static_cast<int>(ports))) ||
                          (std::strcmp(argv[i], "--moved-host") == 0 &&
                           chosen->m == mode::moved_chain && parse_host(argv[i + 1], moved_host)) ||
-                         (chosen->m == mode::sentinel && sentinel.option(argv[i], argv[i + 1])));
+                         (chosen->m == mode::sentinel && sentinel.option(argv[i], argv[i + 1])) ||
+                         (chosen->m == mode::push_flood && flood.option(argv[i], argv[i + 1])));
         ports_given = ports_given || std::strcmp(argv[i], "--ports") == 0;
         if (!ok) {
             chosen = nullptr;
@@ -421,6 +436,7 @@ int main(int argc, char** argv) {
     const std::size_t lcount = listeners.size();
     const double deadline = edgelock_test::mono_s() + seconds;
     sentinel.start(edgelock_test::mono_s());
+    flood.start(edgelock_test::mono_s());
     for (;;) {
         const double now = edgelock_test::mono_s();
         if (now >= deadline) {
@@ -450,6 +466,14 @@ int main(int argc, char** argv) {
                 c.out += sentinel.announce(c.sentinel, now);
             }
             wake = std::min(wake, sentinel.next_due(now));
+        }
+        if (m == mode::push_flood) {
+            for (connection& c : conns) {
+                if (c.out.size() - c.out_off < max_pending) {
+                    c.out += flood.pushes(c.flood, now);
+                }
+            }
+            wake = std::min(wake, flood.next_due(now));
         }
         for (const connection& c : conns) {
             short ev = POLLIN;

@@ -41,7 +41,7 @@ std::string invalidation(const std::vector<std::string>& keys) {
 struct pushes {
     std::vector<std::vector<std::string>> got;
 
-    static void take(void* ctx, const resp_node* nodes, std::size_t count, instant) {
+    static void take(void* ctx, std::uint8_t, const resp_node* nodes, std::size_t count, instant) {
         std::vector<std::string> texts;
         for (std::size_t i = 0; i < count; ++i) {
             if (nodes[i].has_text()) {

@@ -47,10 +47,13 @@ constexpr std::uint8_t sub_lost = 2;    // closed: the node's waiters poll until
 constexpr std::uint8_t sub_missed = 4;  // what the server said was lost: every waiter tries again
 constexpr std::uint8_t sub_told = 8;    // the redirect was taken: the node's waiters are told again
 
-// Where a published message goes: the client wakes the locks it names.
+// Where a published message goes: the client wakes the locks it names, as
+// told by `node`.
 struct push_sink {
-    void (*fn)(void* ctx, const resp_node* nodes, std::size_t count, instant now) = nullptr;
+    void (*fn)(void* ctx, std::uint8_t node, const resp_node* nodes, std::size_t count,
+               instant now) = nullptr;
     void* ctx = nullptr;
+    std::uint8_t node = 0;
 };
 
 // What the subscription needs of its client for one call.
