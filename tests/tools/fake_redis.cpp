@@ -7,6 +7,7 @@
 //   fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT
 //              --switch-after MS] [--seconds N]
 //   fake_redis push-flood [--rate N] [--flush yes|no] [--seconds N]
+//   fake_redis cluster --behave NAME [--seconds N]
 //
 // Modes: silent, reset, close, trickle, garbage, huge-length, length-2-63,
 // negative-length, deep, no-cr, big-error, wrong-type, ok-then-garbage, random
@@ -16,6 +17,8 @@
 // Sentinel naming one master, which it may announce moved (fake_sentinel.hpp);
 // push-flood: a RESP3 Redis where the lock is busy and every tracking
 // connection is told it changed, N times a second (push_flood.hpp).
+// cluster: two ports, the masters of a Redis Cluster that misroute the lock's
+// requests as NAME says (fake_cluster.hpp).
 //
 // Commands are split from the input as RESP arrays of bulk strings, or as
 // inline lines when the input is not that (resp_text.hpp); each counts as one
@@ -48,6 +51,7 @@
 #include <vector>
 
 #include "tools/clock.hpp"
+#include "tools/fake_cluster.hpp"
 #include "tools/fake_sentinel.hpp"
 #include "tools/moved_chain.hpp"
 #include "tools/push_flood.hpp"
@@ -73,6 +77,7 @@ enum class mode {
     moved_chain,
     sentinel,
     push_flood,
+    cluster,
 };
 
 struct mode_name {
@@ -98,6 +103,7 @@ const mode_name modes[] = {
     {"moved-chain", mode::moved_chain},
     {"sentinel", mode::sentinel},
     {"push-flood", mode::push_flood},
+    {"cluster", mode::cluster},
 };
 
 // Set-up commands ok-then-garbage answers properly before turning hostile.
@@ -117,6 +123,7 @@ constexpr std::size_t random_chunk = 4096;
 std::string moved_host = "127.0.0.1";
 edgelock_test::fake_sentinel::server sentinel;
 edgelock_test::push_flood::server flood;
+edgelock_test::fake_cluster::server cluster;
 
 // --tally: where, what was counted, and whether FILE is behind.
 std::string tally_path;
@@ -169,6 +176,7 @@ void usage() {
                  "       fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT\n"
                  "                  --switch-after MS] [--seconds N]\n"
                  "       fake_redis push-flood [--rate N] [--flush yes|no] [--seconds N]\n"
+                 "       fake_redis cluster --behave NAME [--seconds N]\n"
                  "  silent           read everything, never answer\n"
                  "  reset            close with a TCP RST on the first bytes received\n"
                  "  close            close every connection as soon as it is accepted\n"
@@ -192,7 +200,10 @@ void usage() {
                  "                   started: then +switch-master to the new one\n"
                  "  push-flood       RESP3 Redis 7 where the lock is busy; a tracking\n"
                  "                   connection told N times a second (default 6000) that the\n"
-                 "                   key changed, or with --flush yes that all keys did\n",
+                 "                   key changed, or with --flush yes that all keys did\n"
+                 "  cluster          two ports, A and B, printed on one line: Cluster masters\n"
+                 "                   answering the lock's requests as NAME says: moved-self,\n"
+                 "                   wrong-slot, ask-moved, grant-then-moved, ask-grant\n",
                  ok_commands, chain_ports, max_chain_ports);
 }
 
@@ -206,6 +217,7 @@ struct connection {
     std::int64_t id = 0;          // moved-chain: its CLIENT ID
     edgelock_test::fake_sentinel::session sentinel;
     edgelock_test::push_flood::session flood;
+    edgelock_test::fake_cluster::session cluster;
     bool answered_deep = false;
     double next_trickle = 0;  // trickle: when the next byte may go
     std::mt19937 rng;         // random: this connection's own stream
@@ -259,6 +271,8 @@ std::string reply_for(mode m, connection& c, const std::vector<std::string>& arg
         return sentinel.reply(args, c.sentinel, edgelock_test::mono_s());
     case mode::push_flood:
         return flood.reply(args, c.flood, edgelock_test::mono_s());
+    case mode::cluster:
+        return cluster.reply(args, c.cluster, edgelock_test::mono_s());
     case mode::silent:
     case mode::reset:
     case mode::close:
@@ -381,7 +395,9 @@ int main(int argc, char** argv) {
         }
     }
     double seconds = 30;
-    double ports = chosen != nullptr && chosen->m == mode::moved_chain ? chain_ports : 1;
+    double ports = chosen != nullptr && chosen->m == mode::moved_chain ? chain_ports
+                   : chosen != nullptr && chosen->m == mode::cluster   ? 2
+                                                                       : 1;
     bool ports_given = false;
     for (int i = 2; chosen != nullptr && i < argc; i += 2) {
         const bool ok = i + 1 < argc &&
@@ -395,13 +411,15 @@ int main(int argc, char** argv) {
                          (std::strcmp(argv[i], "--moved-host") == 0 &&
                           chosen->m == mode::moved_chain && parse_host(argv[i + 1], moved_host)) ||
                          (chosen->m == mode::sentinel && sentinel.option(argv[i], argv[i + 1])) ||
-                         (chosen->m == mode::push_flood && flood.option(argv[i], argv[i + 1])));
+                         (chosen->m == mode::push_flood && flood.option(argv[i], argv[i + 1])) ||
+                         (chosen->m == mode::cluster && cluster.option(argv[i], argv[i + 1])));
         ports_given = ports_given || std::strcmp(argv[i], "--ports") == 0;
         if (!ok) {
             chosen = nullptr;
         }
     }
-    if (chosen != nullptr && chosen->m == mode::sentinel && !sentinel.ready()) {
+    if (chosen != nullptr && ((chosen->m == mode::sentinel && !sentinel.ready()) ||
+                              (chosen->m == mode::cluster && !cluster.ready()))) {
         chosen = nullptr;
     }
     if (chosen == nullptr) {
@@ -437,6 +455,7 @@ int main(int argc, char** argv) {
     const double deadline = edgelock_test::mono_s() + seconds;
     sentinel.start(edgelock_test::mono_s());
     flood.start(edgelock_test::mono_s());
+    cluster.start(listen_ports);
     for (;;) {
         const double now = edgelock_test::mono_s();
         if (now >= deadline) {
@@ -535,6 +554,8 @@ int main(int argc, char** argv) {
                 c.fd = cfd;
                 c.next_port = listen_ports[(k + 1) % lcount];
                 c.id = static_cast<std::int64_t>(accepted) + 1;
+                c.cluster.port = k;
+                c.cluster.id = c.id;
                 // Seeded per connection: the same bytes every run.
                 c.rng.seed(20240601u + accepted++);
                 conns.push_back(std::move(c));
