@@ -32,13 +32,15 @@ bool array_header(const char* data, std::size_t size, std::size_t& count, std::s
 
 }  // namespace
 
-std::size_t cluster_router::write_map_request(char* buf, std::size_t capacity) noexcept {
+std::size_t cluster_router::write_map_request(char* buf, std::size_t capacity,
+                                              instant now) noexcept {
     const str_view ask[] = {"CLUSTER", "SLOTS"};
     if (capacity < resp_command_size(ask, 2)) {
         return 0;
     }
     map_due_ = false;
     map_out_ = true;
+    map_after_ = now + map_interval;
     return resp_encode_command(buf, capacity, ask, 2).size;
 }
 

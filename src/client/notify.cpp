@@ -181,7 +181,7 @@ void client_base::redirect_answer(std::uint8_t n, std::uint32_t id, const resp_n
 }
 
 // CLIENT TRACKING ON REDIRECT <id> OPTIN NOLOOP when the subscription is new,
-// and CLUSTER SLOTS when the map is due, ahead of the locks' requests.
+// and CLUSTER SLOTS when the map is due (and its interval is over), ahead of the locks' requests.
 bool client_base::queue_extras(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     if (c.redirect_due) {
@@ -203,12 +203,12 @@ bool client_base::queue_extras(std::uint8_t n, instant now) noexcept {
         f.to = reply_to::tracking;
         push_in_flight(n, f, now);
     }
-    if (c.address.seed_count > 0 && n < node_count_ && c.cluster.map_wanted()) {
+    if (c.address.seed_count > 0 && n < node_count_ && c.cluster.map_wanted(now)) {
         if (c.fifo.full()) {
             return false;
         }
         const std::size_t size =
-            c.cluster.write_map_request(c.tx + c.tx_size, sizeof c.tx - c.tx_size);
+            c.cluster.write_map_request(c.tx + c.tx_size, sizeof c.tx - c.tx_size, now);
         if (size == 0) {
             return false;
         }

@@ -11,6 +11,8 @@
 #include "edgelock/node_url.hpp"
 #include "edgelock/resp.hpp"
 
+using edgelock::duration;
+using edgelock::instant;
 using edgelock::str_view;
 using edgelock::detail::cluster_router;
 using edgelock::detail::redirect;
@@ -148,49 +150,78 @@ TEST_CASE("cluster router: what is not a redirect is left alone", "[cluster_rout
 TEST_CASE("cluster router: the map is asked once when wanted and while it can be read",
           "[cluster_router]") {
     cluster_router router;
-    CHECK_FALSE(router.map_wanted());
+    const instant t0{5000};
+    // The interval since the map was asked last is over.
+    const instant later = t0 + cluster_router::map_interval;
+    CHECK_FALSE(router.map_wanted(t0));
     CHECK_FALSE(router.map_out());
     router.want_map();
-    CHECK(router.map_wanted());
+    CHECK(router.map_wanted(t0));
 
     const std::string ask = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
     char buf[64];
     // No room: nothing written, still wanted, not out.
-    CHECK(router.write_map_request(buf, ask.size() - 1) == 0);
-    CHECK(router.map_wanted());
+    CHECK(router.write_map_request(buf, ask.size() - 1, t0) == 0);
+    CHECK(router.map_wanted(t0));
     CHECK_FALSE(router.map_out());
 
-    REQUIRE(router.write_map_request(buf, ask.size()) == ask.size());
+    REQUIRE(router.write_map_request(buf, ask.size(), t0) == ask.size());
     CHECK(std::string(buf, ask.size()) == ask);
     CHECK(router.map_out());
-    CHECK_FALSE(router.map_wanted());
+    CHECK_FALSE(router.map_wanted(later));
 
     // Wanted again while out: asked once the reply is in.
     router.want_map();
-    CHECK_FALSE(router.map_wanted());
+    CHECK_FALSE(router.map_wanted(later));
     CHECK(read_map(router, "-ERR This instance has cluster support disabled\r\n").empty());
     CHECK_FALSE(router.map_out());
-    CHECK(router.map_wanted());
+    CHECK(router.map_wanted(later));
 
     SECTION("the connection carrying it is lost") {
-        REQUIRE(router.write_map_request(buf, sizeof buf) > 0);
+        REQUIRE(router.write_map_request(buf, sizeof buf, later) > 0);
         router.map_lost();
         CHECK_FALSE(router.map_out());
-        CHECK_FALSE(router.map_wanted());  // lost, not due: the one that lost it says
+        const instant after = later + cluster_router::map_interval;
+        CHECK_FALSE(router.map_wanted(after));  // lost, not due: the one that lost it says
         router.want_map();
-        CHECK(router.map_wanted());
+        CHECK(router.map_wanted(after));
     }
     SECTION("a map too large to read is not asked again until reset") {
         router.map_unreadable();
-        CHECK_FALSE(router.map_wanted());
+        CHECK_FALSE(router.map_wanted(later));
         router.want_map();
         router.connection_lost(true, 3);
-        CHECK_FALSE(router.map_wanted());
+        CHECK_FALSE(router.map_wanted(later));
         router.reset();
-        CHECK_FALSE(router.map_wanted());
+        CHECK_FALSE(router.map_wanted(later));
         router.want_map();
-        CHECK(router.map_wanted());
+        CHECK(router.map_wanted(later));
     }
+}
+
+TEST_CASE("cluster router: the map is asked at most once per interval, however often wanted",
+          "[cluster_router]") {
+    cluster_router router;
+    const instant t0{1000000};
+    char buf[64];
+    router.want_map();
+    REQUIRE(router.write_map_request(buf, sizeof buf, t0) > 0);
+    CHECK(read_map(router, "*0\r\n").empty());
+    // Every MOVED wants it again: not before the interval is over.
+    for (int i = 0; i < 1000; ++i) {
+        router.want_map();
+    }
+    router.connection_lost(true, 2);
+    const instant almost{t0.us + cluster_router::map_interval.us - 1};
+    CHECK_FALSE(router.map_wanted(t0));
+    CHECK_FALSE(router.map_wanted(almost));
+    const instant then = t0 + cluster_router::map_interval;
+    CHECK(router.map_wanted(then));
+    REQUIRE(router.write_map_request(buf, sizeof buf, then) > 0);
+    CHECK(read_map(router, "*0\r\n").empty());
+    router.want_map();
+    CHECK_FALSE(router.map_wanted(then + duration::millis(999)));
+    CHECK(router.map_wanted(then + cluster_router::map_interval));
 }
 
 TEST_CASE("cluster router: a lost connection moves the own one to the next seed",
@@ -199,7 +230,7 @@ TEST_CASE("cluster router: a lost connection moves the own one to the next seed"
     CHECK(router.seed() == 0);
     router.connection_lost(true, 3);
     CHECK(router.seed() == 1);
-    CHECK(router.map_wanted());  // a master may be gone
+    CHECK(router.map_wanted(edgelock::instant{}));  // a master may be gone
     router.connection_lost(true, 3);
     CHECK(router.seed() == 2);
     router.connection_lost(true, 3);
@@ -208,7 +239,7 @@ TEST_CASE("cluster router: a lost connection moves the own one to the next seed"
     cluster_router other;
     other.connection_lost(false, 3);  // an extra connection: its seed stays
     CHECK(other.seed() == 0);
-    CHECK(other.map_wanted());
+    CHECK(other.map_wanted(edgelock::instant{}));
     other.connection_lost(true, 0);  // no seeds: nothing to move to
     CHECK(other.seed() == 0);
     other.connection_lost(true, 1);

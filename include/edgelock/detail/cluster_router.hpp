@@ -10,6 +10,7 @@
 
 #include "edgelock/resp.hpp"
 #include "edgelock/str_view.hpp"
+#include "edgelock/time.hpp"
 
 namespace edgelock {
 namespace detail {
@@ -23,6 +24,11 @@ struct redirect {
     std::uint16_t port = 0;
 };
 
+// A request is sent at most this many times in its round on a node: the
+// answer to the last, if it is a MOVED or ASK again, is not followed but
+// counts as that node's "no".
+constexpr std::uint8_t max_redirects = 5;
+
 // One range of a slot map: its slots and their master.
 struct slot_range {
     std::int64_t first = 0;
@@ -35,15 +41,27 @@ class cluster_router {
 public:
     using range_fn = void (*)(void* ctx, const slot_range& r);
 
+    // The map is asked at most once per this interval on a node: a server
+    // whose every answer is a MOVED (to itself, naming another slot, or
+    // back and forth with an ASK) would otherwise have each of them
+    // followed by a CLUSTER SLOTS. A map wanted sooner is asked with the
+    // first request the node's own connection sends once the interval is
+    // over; meanwhile the MOVED answers move the routes they name.
+    static constexpr duration map_interval = duration::seconds(1);
+
     // The seed the node's own connection tries now.
     std::uint8_t seed() const noexcept { return seed_; }
-    // The map is to be asked (and is not out, and can be read).
-    bool map_wanted() const noexcept { return map_due_ && !map_out_ && !map_unread_; }
+    // The map is to be asked at `now`: due, not out, readable, and the last
+    // one asked at least map_interval ago.
+    bool map_wanted(instant now) const noexcept {
+        return map_due_ && !map_out_ && !map_unread_ && now.us >= map_after_.us;
+    }
     bool map_out() const noexcept { return map_out_; }
     // More than one slot may have moved: ask for the map again.
     void want_map() noexcept { map_due_ = true; }
-    // CLUSTER SLOTS into buf, the map then out; 0 when it does not fit.
-    std::size_t write_map_request(char* buf, std::size_t capacity) noexcept;
+    // CLUSTER SLOTS into buf, the map then out and not asked again before
+    // now + map_interval; 0 when it does not fit.
+    std::size_t write_map_request(char* buf, std::size_t capacity, instant now) noexcept;
     // The map's reply did not fit the buffer: not asked again on this node
     // (MOVED answers teach the routes one slot at a time).
     void map_unreadable() noexcept { map_unread_ = true; }
@@ -63,6 +81,7 @@ public:
     static bool parse_redirect(str_view text, redirect& out) noexcept;
 
 private:
+    instant map_after_;  // no map is asked before then
     std::uint8_t seed_ = 0;
     bool map_due_ = false;
     bool map_out_ = false;
