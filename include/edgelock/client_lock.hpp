@@ -179,11 +179,17 @@ private:
     op running_ = op::none;        // handed to the machine, outcome not yet known
     op_result* waiter_ = nullptr;  // a blocking call waiting for the running operation
     op_outcome outcome_;
-    // redis-cluster:// nodes: the hash slot of the lock's keys, the
-    // connection serving each node, and the one an ASK sends its next request to.
+    // redis-cluster:// nodes (cluster.cpp): the hash slot of the lock's
+    // keys; per node, the connection serving it, the one an ASK sends its
+    // next request to, and the one its last request sent by ASK went to
+    // (where a cleanup goes); the redirects followed for the request whose
+    // tag is redirected_tag_.
     std::uint16_t slot_ = 0;
     std::uint8_t route_[lock_max_nodes] = {};
     std::uint8_t ask_[lock_max_nodes] = {};
+    std::uint8_t asked_[lock_max_nodes] = {};
+    std::uint8_t redirects_[lock_max_nodes] = {};
+    std::uint32_t redirected_tag_[lock_max_nodes] = {};
 };
 
 }  // namespace edgelock

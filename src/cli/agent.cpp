@@ -77,6 +77,9 @@ void on_lock_event(void*, client_lock& l, const lock_event& ev) {
         say(watch.at_risk ? 2 : 1,
             "renew missed its quorum (%s); retrying until the lock's validity ends",
             describe(ev.reason));
+        if (!watch.at_risk) {
+            report_nodes();  // why, once per spell at risk
+        }
         watch.at_risk = true;
         break;
     case lock_event_kind::lost:

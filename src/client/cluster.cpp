@@ -8,7 +8,8 @@
 //
 // Routes are learnt from the slot map and from redirections. The node's own
 // connection asks CLUSTER SLOTS once it is set up, after a MOVED and after a
-// connection of the node fails; the reply is read where it lies, one range
+// connection of the node fails, never twice within a second
+// (cluster_router::map_interval); the reply is read where it lies, one range
 // at a time, into the routes of the locks attached, and nothing of it is
 // kept: the map costs one byte per lock and node (its route), and each
 // connection a peer address (254 bytes). A map longer than the receive
@@ -20,6 +21,24 @@
 // lock in that slot, ASK sends this one request once, behind ASKING, where
 // the slot is being imported. When no extra connection is free for a master,
 // the answer counts as that node's "no" and node(i) says why.
+//
+// A request is sent at most max_redirects (5) times in its round: a master
+// answering MOVED to itself, MOVED naming another slot, or an ASK whose
+// target answers MOVED back (a migration half aborted) would otherwise have
+// it sent again as fast as the answers come, until the round's deadline.
+// The fifth redirect answer is not followed: it counts as the node's "no"
+// for the round, and node(i) says "redirected 5 times in one round (last:
+// MOVED 1234 host:port)". A round sends a node at most two requests that
+// can be redirected (the SET acquire and the script it may fall back to),
+// so at most ten. The slot map that a MOVED asks for is rate-limited by the
+// router (cluster_router::map_interval).
+//
+// A request sent by ASK may have written where it went: a cleanup of the
+// lock on that node goes there too, directly, behind ASKING, rather than to
+// the route, whose master would answer ASK again a round trip later (by
+// which time a one-shot client may have exited, leaving the key to its
+// ttl). So each lock keeps, per node, where its last request sent by ASK
+// went; a request sent on the route forgets it.
 //
 // A lock's requests to one node keep their order across its connections: one
 // waits while another of the same lock is in flight on another connection of
@@ -38,7 +57,39 @@ namespace edgelock {
 
 using namespace detail;
 
+namespace {
+
+// node(i)'s reason when a request reached max_redirects: "redirected 5
+// times in one round (last: MOVED 1234 127.0.0.1:7001)", the last answer
+// cut to what the message holds.
+void say_redirected(node_report& report, str_view last) noexcept {
+    char text[sizeof report.message];
+    static const char head[] = "redirected ";
+    static const char middle[] = " times in one round (last: ";
+    std::size_t size = 0;
+    const auto put = [&](str_view s, std::size_t keep) {
+        for (std::size_t k = 0; k < s.size && size + keep < sizeof text; ++k) {
+            text[size++] = s[k];
+        }
+    };
+    const char count[] = {static_cast<char>('0' + max_redirects % 10)};
+    static_assert(max_redirects < 10, "one digit");
+    put(str_view(head, sizeof head - 1), 0);
+    put(str_view(count, 1), 0);
+    put(str_view(middle, sizeof middle - 1), 0);
+    put(last, 1);  // room kept for the ')'
+    put(str_view(")", 1), 0);
+    report.error = node_error::server_error;
+    report.code = 0;
+    report.set_message(str_view(text, size));
+}
+
+}  // namespace
+
 std::uint8_t client_base::served_by(const client_lock& l, std::uint8_t node) noexcept {
+    if (l.asked_[node] != no_connection && l.machine_.next_send(node) == lock::outgoing::cleanup) {
+        return l.asked_[node];  // where the write it takes back went
+    }
     return l.ask_[node] != no_connection ? l.ask_[node] : l.route_[node];
 }
 
@@ -70,6 +121,9 @@ void client_base::route_lock(client_lock& l) noexcept {
     for (std::uint8_t i = 0; i < lock_max_nodes; ++i) {
         l.route_[i] = i;  // a Cluster node's own connection until the map says
         l.ask_[i] = no_connection;
+        l.asked_[i] = no_connection;
+        l.redirects_[i] = 0;
+        l.redirected_tag_[i] = 0;
     }
 }
 
@@ -105,6 +159,11 @@ std::uint8_t client_base::connection_to(std::uint8_t node, str_view host, std::u
     if (free == no_connection) {
         return no_connection;
     }
+    for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+        for (std::uint8_t i = 0; i < lock_max_nodes; ++i) {
+            l->asked_[i] = l->asked_[i] == free ? no_connection : l->asked_[i];
+        }
+    }
     detail::connection& c = conns_[free];
     if (c.io.fd() >= 0) {
         drop(free, now);
@@ -130,6 +189,17 @@ bool client_base::follow_redirect(std::uint8_t n, client_lock& l, std::uint32_t 
     }
     detail::connection& c = conns_[n];
     const std::uint8_t node = c.node;
+    if (l.redirected_tag_[node] != tag) {
+        l.redirected_tag_[node] = tag;  // another request: its own count
+        l.redirects_[node] = 0;
+    }
+    if (l.redirects_[node] < max_redirects) {
+        ++l.redirects_[node];
+    }
+    if (l.redirects_[node] >= max_redirects) {
+        say_redirected(c.report, nodes[i].text);
+        return false;  // the node's "no" for this round
+    }
     if (r.host.empty()) {
         r.host = endpoint_of(n).host;
     }

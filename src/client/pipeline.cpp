@@ -156,18 +156,29 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
         caps.set_nx_get = c.report.set_nx_get;  // INFO server
         caps.told = c.report.tracking;          // CLIENT TRACKING
         l->machine_.set_node_caps(node, caps);
-        // A request may take four entries: ASKING ahead of one a Cluster
-        // node sent here, CLIENT CACHING ahead of an acquire on a told node,
-        // and WAIT after it with min_replicas.
-        const bool asking = l->ask_[node] == n;
-        const std::size_t entries = 1u + (caps.told ? 1u : 0u) + (asking ? 1u : 0u) +
-                                    (l->machine_.options().min_replicas > 0 ? 1u : 0u);
-        while (c.fifo.size() + entries <= c.fifo.capacity) {
+        for (;;) {
+            // Each request where served_by() says: after one sent by ASK
+            // (or a cleanup sent where one went), the next may go elsewhere.
+            const lock::outgoing next = l->machine_.next_send(node);
+            if (next == lock::outgoing::none || served_by(*l, node) != n) {
+                break;
+            }
+            const bool cleanup = next == lock::outgoing::cleanup;
+            const bool to_asked = cleanup && l->asked_[node] == n;
+            const bool asking = to_asked || l->ask_[node] == n;
+            // A request may take four entries: ASKING ahead of one a Cluster
+            // node sent here, CLIENT CACHING ahead of an acquire on a told
+            // node, and WAIT after it with min_replicas.
+            const std::size_t entries = 1u + (caps.told ? 1u : 0u) + (asking ? 1u : 0u) +
+                                        (l->machine_.options().min_replicas > 0 ? 1u : 0u);
+            if (c.fifo.size() + entries > c.fifo.capacity) {
+                break;
+            }
             // Fill the buffer to the brim: a request that does not fit is
             // left with its machine (nothing written) until the buffer has
             // gone out. An empty buffer always holds one (lock_max_request).
             static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
-            const std::size_t ahead = l->ask_[node] == n ? sizeof asking_cmd - 1 : 0;
+            const std::size_t ahead = asking ? sizeof asking_cmd - 1 : 0;
             if (sizeof c.tx - c.tx_size < ahead) {
                 return;
             }
@@ -186,7 +197,15 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
                 detail::in_flight skip;
                 skip.to = reply_to::discard;
                 push_in_flight(n, skip, now);
-                l->ask_[node] = no_connection;
+                if (to_asked) {
+                    l->asked_[node] = no_connection;
+                } else {
+                    l->ask_[node] = no_connection;
+                }
+            }
+            if (!cleanup) {
+                // A write here: a cleanup that follows comes here too.
+                l->asked_[node] = asking ? n : no_connection;
             }
             c.tx_size += t.size;
             for (std::uint8_t i = 0; i < t.preceding; ++i) {
