@@ -20,7 +20,11 @@
 //                one or two of them; the lock's slot migrates (IMPORTING /
 //                MIGRATING, keys moved, slot handed over) while contended, so
 //                requests meet ASK, TRYAGAIN and MOVED. Keys move with their
-//                ttls: mutual exclusion and fencing hold.
+//                ttls: mutual exclusion and fencing hold. A master may
+//                misroute for a while (MOVED to itself, MOVED naming another
+//                slot, ASK to a master that answers MOVED back): its redirects
+//                are capped per request, so each round ends, and the lock is
+//                still held by one at a time.
 //
 // Each topology also asserts that its paths ran, over all its schedules:
 // invalidations reached clients and clients acted on them at once (RESP3 and
@@ -31,6 +35,7 @@
 // EDGELOCK_SIM_ONLY=<schedule> EDGELOCK_SIM_TRACE=1 with the test's name.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +66,8 @@ struct tally {
     std::uint64_t failovers = 0;
     std::uint64_t moved = 0;
     std::uint64_t asks = 0;
+    std::uint64_t misrouted = 0;      // answers of a misrouting master
+    std::uint64_t misroute_peak = 0;  // the most in one schedule
 };
 
 void common_options(schedule& s, bool fenced) {
@@ -259,6 +266,14 @@ outcome run_topology(std::uint64_t seed, topology kind, bool fenced, tally& t) {
         // fail), so losing its keyspace on restart would lose a lock no
         // Cluster would have lost.
         s.add_faults(data_count, horizon, 0, true);
+        // A master misrouting for a while, in one of the ways a resharding
+        // gone wrong can.
+        for (int m = static_cast<int>(pick(rng, 0, 2)); m > 0; --m) {
+            const int i = static_cast<int>(pick(rng, 0, k.masters.size() - 1));
+            const auto how = static_cast<sim::slot_cluster::fault>(pick(rng, 0, 2));
+            const std::uint64_t begin = s.now() + pick(rng, 0, horizon - s.now());
+            k.misroute(i, how, begin, begin + pick(rng, 1000, 2 * ttl_us));
+        }
     }
 
     const std::uint64_t pushes_before = s.net.pushes_delivered;
@@ -283,6 +298,8 @@ outcome run_topology(std::uint64_t seed, topology kind, bool fenced, tally& t) {
     if (slots) {
         t.moved += slots->moved;
         t.asks += slots->asks;
+        t.misrouted += slots->misrouted;
+        t.misroute_peak = std::max(t.misroute_peak, slots->misrouted);
     }
     return s.out;
 }
@@ -310,7 +327,8 @@ tally run_many(topology kind, bool fenced, std::uint64_t count, const char* what
     std::printf(
         "%s: %llu schedules (%llu lossy, %llu overlaps there), %llu acquisitions, pushes in "
         "%llu/%llu (RESP2/3), acted on in %llu/%llu, failovers %llu, switch-master heard in "
-        "%llu, followed in %llu, MOVED %llu, ASK %llu, %.2f s\n",
+        "%llu, followed in %llu, MOVED %llu, ASK %llu, misrouted %llu (at most %llu in one), "
+        "%.2f s\n",
         what, static_cast<unsigned long long>(t.schedules),
         static_cast<unsigned long long>(t.lossy), static_cast<unsigned long long>(t.overlaps),
         static_cast<unsigned long long>(t.acquisitions),
@@ -318,7 +336,8 @@ tally run_many(topology kind, bool fenced, std::uint64_t count, const char* what
         static_cast<unsigned long long>(t.acted[0]), static_cast<unsigned long long>(t.acted[1]),
         static_cast<unsigned long long>(t.failovers), static_cast<unsigned long long>(t.switched),
         static_cast<unsigned long long>(t.followed), static_cast<unsigned long long>(t.moved),
-        static_cast<unsigned long long>(t.asks), secs);
+        static_cast<unsigned long long>(t.asks), static_cast<unsigned long long>(t.misrouted),
+        static_cast<unsigned long long>(t.misroute_peak), secs);
     CHECK(t.acquisitions > t.schedules);
     return t;
 }
@@ -374,4 +393,5 @@ TEST_CASE("random schedules on a Cluster with the lock's slot migrating", "[redl
     }
     CHECK(t.moved > t.schedules / 10);
     CHECK(t.asks > t.schedules / 20);
+    CHECK(t.misrouted > t.schedules / 10);
 }

@@ -18,10 +18,18 @@
 // then on the source; other masters learn last. The test puts time between
 // the steps, so requests meet ASK and MOVED.
 //
+// Faults (misroute): for a while, a master answers every command on keys
+// with a redirect that leads nowhere, as a broken or half-aborted resharding
+// can: MOVED to itself; MOVED naming another slot; or ASK to a master that
+// does not import the slot, which answers MOVED back (ASK ping-pong). None
+// runs anything, so a client that follows them without end only wastes
+// its rounds; one that caps them counts the master's "no".
+//
 //   sim::net n(seed);
 //   sim::slot_cluster k(n, 3);
 //   url = k.url({0, 1});                        // redis-cluster://M0,M1
 //   n.at(t, [&] { k.begin(slot, 2); });  ... k.move_keys(slot);  ... k.hand_over(slot);
+//   k.misroute(1, sim::slot_cluster::fault::moved_self, from_us, until_us);
 #pragma once
 
 #include <cstdint>
@@ -48,6 +56,7 @@ public:
                                               edgelock::key_slot_count);
             }
             views.push_back(v);
+            faults_.push_back(window{});
             redis_node& r = net_.node(masters[static_cast<std::size_t>(i)]);
             r.mode = "cluster";
             r.intercept = [this, i](session& s, const std::vector<std::string>& argv,
@@ -119,6 +128,13 @@ public:
         source_.erase(it);
     }
 
+    // Master i misroutes commands on keys from `from` until `until` (net
+    // time, us).
+    enum class fault : std::uint8_t { moved_self, wrong_slot, ask_away };
+    void misroute(int i, fault how, std::uint64_t from, std::uint64_t until) {
+        faults_[static_cast<std::size_t>(i)] = window{how, from, until};
+    }
+
     struct view {
         std::vector<int> owner;        // by slot: index into masters
         std::map<int, int> migrating;  // slot -> to
@@ -131,8 +147,51 @@ public:
     std::uint64_t tryagain = 0;
     std::uint64_t slot_maps = 0;  // CLUSTER SLOTS answered
     std::uint64_t migrations = 0;
+    std::uint64_t misrouted = 0;  // answers of a misroute fault
 
 private:
+    struct window {
+        fault how = fault::moved_self;
+        std::uint64_t from = 0;
+        std::uint64_t until = 0;
+    };
+
+    // Master i's answer while it misroutes; false when it does not now.
+    bool misrouting(int i, int slot, std::uint64_t now, std::string& reply) {
+        const window& w = faults_[static_cast<std::size_t>(i)];
+        if (now < w.from || now >= w.until) {
+            return false;
+        }
+        const int count = static_cast<int>(masters.size());
+        int other = (i + 1) % count;
+        if (w.how == fault::ask_away) {
+            // Never to a master importing the slot: it would run the request
+            // while the keys may be here, which no Redis does.
+            for (int k = 1;
+                 k < count && views[static_cast<std::size_t>(other)].importing.count(slot); ++k) {
+                other = (i + 1 + k) % count;
+            }
+            if (views[static_cast<std::size_t>(other)].importing.count(slot) != 0 || other == i) {
+                other = i;
+            }
+        }
+        ++misrouted;
+        const std::string s = std::to_string(slot);
+        switch (w.how) {
+        case fault::moved_self:
+            reply = resp_err("MOVED " + s + " " + where(i));
+            break;
+        case fault::wrong_slot:
+            reply = resp_err("MOVED " + std::to_string((slot + 1) % edgelock::key_slot_count) +
+                             " " + where(other));
+            break;
+        case fault::ask_away:
+            reply = resp_err((other == i ? "MOVED " : "ASK ") + s + " " + where(other));
+            break;
+        }
+        return true;
+    }
+
     redis_node& master(int i) { return net_.node(masters[static_cast<std::size_t>(i)]); }
     int agreed(int slot) const { return views[0].owner[static_cast<std::size_t>(slot)]; }
 
@@ -214,6 +273,9 @@ private:
                 return true;
             }
         }
+        if (misrouting(i, slot, now, reply)) {
+            return true;
+        }
         const view& v = views[static_cast<std::size_t>(i)];
         std::size_t missing = 0;
         for (const std::string& k : keys) {
@@ -249,7 +311,8 @@ private:
     }
 
     net& net_;
-    std::map<int, int> source_;  // slot -> the master it migrates from
+    std::map<int, int> source_;   // slot -> the master it migrates from
+    std::vector<window> faults_;  // by master
 };
 
 }  // namespace sim
