@@ -152,10 +152,6 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
         if (c.address.seed_count > 0 && in_flight_elsewhere(n, *l)) {
             continue;  // its requests to a node go out in order (cluster.cpp)
         }
-        lock_node_caps caps;
-        caps.set_nx_get = c.report.set_nx_get;  // INFO server
-        caps.told = c.report.tracking;          // CLIENT TRACKING
-        l->machine_.set_node_caps(node, caps);
         for (;;) {
             // Each request where served_by() says: after one sent by ASK
             // (or a cleanup sent where one went), the next may go elsewhere.
@@ -166,6 +162,14 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             const bool cleanup = next == lock::outgoing::cleanup;
             const bool to_asked = cleanup && l->asked_[node] == n;
             const bool asking = to_asked || l->ask_[node] == n;
+            // ASKING holds for the one command after it, and so does CLIENT
+            // CACHING yes: a request sent by ASK goes without the latter
+            // (untracked: its waiter polls), or ASKING would be spent on
+            // CLIENT CACHING and the request answered MOVED back.
+            lock_node_caps caps;
+            caps.set_nx_get = c.report.set_nx_get;     // INFO server
+            caps.told = c.report.tracking && !asking;  // CLIENT TRACKING
+            l->machine_.set_node_caps(node, caps);
             // A request may take four entries: ASKING ahead of one a Cluster
             // node sent here, CLIENT CACHING ahead of an acquire on a told
             // node, and WAIT after it with min_replicas.
