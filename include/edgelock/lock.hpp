@@ -362,12 +362,12 @@ public:
     void on_timeout(instant now) noexcept;
     // Everything in flight on the node's connection is gone.
     lock_errc on_disconnected(std::uint8_t node, instant now) noexcept;
-    // The request with this tag did not run: the node serves the key
-    // elsewhere (a Redis Cluster's MOVED or ASK, which run nothing). It goes
-    // out again from poll_transmit(node), in the same round and before the
-    // same deadline, for the driver to send where the node said. A request
-    // that is not the current round's (or a cleanup no longer out) is left
-    // alone. The driver discards the reply of a WAIT that followed it.
+    // The request with this tag did not run (a Cluster's MOVED or ASK): it
+    // goes out again from poll_transmit(node), in the same round and before
+    // the same deadline, for the driver to send where the node said. Left
+    // alone: a request not of the current round; a cleanup no longer out, or
+    // with a request sent behind it (which may have run). The driver drops
+    // the reply of a WAIT that followed it.
     lock_errc redirected(std::uint8_t node, std::uint32_t tag) noexcept;
 
     // Outputs.

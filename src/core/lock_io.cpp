@@ -345,7 +345,14 @@ lock_errc lock::redirected(std::uint8_t node, std::uint32_t tag) noexcept {
     if (kind_bits == static_cast<std::uint32_t>(req::cleanup)) {
         if ((s.flags & slot_cleanup_out) != 0) {
             // A cleanup queued since names the newer token: it goes instead.
-            s.flags = static_cast<std::uint16_t>((s.flags & ~slot_cleanup_out) | slot_cleanup);
+            // Unless a request went out behind it (the next round's acquire,
+            // with the same token): that one may have run where this did
+            // not, and a cleanup sent again would land after it and delete
+            // the key it took. The key is then left to its ttl.
+            s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup_out);
+            if ((s.flags & slot_in_flight) == 0) {
+                s.flags = static_cast<std::uint16_t>(s.flags | slot_cleanup);
+            }
         }
         return lock_errc::ok;
     }

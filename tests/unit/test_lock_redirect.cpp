@@ -1,7 +1,8 @@
 // lock::redirected, driven by hand: a request a Cluster node answered with
 // MOVED or ASK ran nothing, so it goes out again, the same bytes and tag, in
 // the same round and before its deadline; a tag that is not the current
-// round's changes nothing.
+// round's changes nothing. A cleanup goes out again only when nothing of the
+// lock went out behind it.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -109,4 +110,38 @@ TEST_CASE("redirect: a request redirected past its deadline still fails in time"
     const lock_event ev = next_event(n.l);
     CHECK(ev.kind == lock_event_kind::failed);
     CHECK(n.l.state() == lock_state::idle);
+}
+
+TEST_CASE("redirect: a cleanup goes out again, unless a request went out behind it",
+          "[lock][cluster]") {
+    one_node n;
+    REQUIRE(n.l.set_retry(2, duration::seconds(5)) == lock_errc::ok);
+    REQUIRE(n.l.acquire(t0) == lock_errc::ok);
+    const sent first = take(n.l, 0);
+    // An error is a "no": the round fails, and its cleanup is queued.
+    reply(n.l, 0, first.tag, "-ERR no\r\n", t0 + duration::millis(1));
+    REQUIRE(n.l.state() == lock_state::retry_wait);
+    REQUIRE(n.l.next_send(0) == lock::outgoing::cleanup);
+    const sent cleanup = take(n.l, 0);
+
+    SECTION("nothing behind it: the same cleanup again") {
+        REQUIRE(n.l.redirected(0, cleanup.tag) == lock_errc::ok);
+        REQUIRE(n.l.next_send(0) == lock::outgoing::cleanup);
+        CHECK(take(n.l, 0).bytes == cleanup.bytes);
+    }
+    SECTION("the next round's acquire behind it: not again") {
+        // The acquire, with the same token, may have run where the cleanup
+        // did not: a cleanup sent after it would delete the key it took.
+        n.l.on_timeout(n.l.next_deadline());
+        REQUIRE(n.l.state() == lock_state::acquiring);
+        const sent second = take(n.l, 0);
+        REQUIRE(n.l.redirected(0, cleanup.tag) == lock_errc::ok);
+        CHECK(n.l.next_send(0) == lock::outgoing::none);
+        reply(n.l, 0, second.tag, "*2\r\n:1\r\n:0\r\n", t0 + duration::millis(100));
+        lock_event ev;
+        while (n.l.poll_event(ev) && ev.kind != lock_event_kind::acquired) {
+        }
+        CHECK(ev.kind == lock_event_kind::acquired);
+        CHECK(n.l.next_send(0) == lock::outgoing::none);
+    }
 }
