@@ -21,9 +21,9 @@
 // Faults (misroute): for a while, a master answers every command on keys
 // with a redirect that leads nowhere, as a broken or half-aborted resharding
 // can: MOVED to itself; MOVED naming another slot; or ASK to a master that
-// does not import the slot, which answers MOVED back (ASK ping-pong). None
-// runs anything, so a client that follows them without end only wastes
-// its rounds; one that caps them counts the master's "no".
+// does not import the slot, which answers MOVED back (ASK ping-pong), for
+// keys it does not have, as a migration half aborted. None runs anything, so a client that follows
+// them without end only wastes its rounds; one that caps them counts the master's "no".
 //
 //   sim::net n(seed);
 //   sim::slot_cluster k(n, 3);
@@ -157,9 +157,13 @@ private:
     };
 
     // Master i's answer while it misroutes; false when it does not now.
-    bool misrouting(int i, int slot, std::uint64_t now, std::string& reply) {
+    // ASK only for keys it does not have, as a migrating master: one that
+    // has them runs the command, or the ASK'd master, should it begin
+    // importing the slot before the request arrives, would take a key held
+    // here (no Redis asks away a key it holds).
+    bool misrouting(int i, int slot, bool none_here, std::uint64_t now, std::string& reply) {
         const window& w = faults_[static_cast<std::size_t>(i)];
-        if (now < w.from || now >= w.until) {
+        if (now < w.from || now >= w.until || (w.how == fault::ask_away && !none_here)) {
             return false;
         }
         const int count = static_cast<int>(masters.size());
@@ -273,13 +277,13 @@ private:
                 return true;
             }
         }
-        if (misrouting(i, slot, now, reply)) {
-            return true;
-        }
         const view& v = views[static_cast<std::size_t>(i)];
         std::size_t missing = 0;
         for (const std::string& k : keys) {
             missing += master(i).find(k, now) == nullptr ? 1u : 0u;
+        }
+        if (misrouting(i, slot, missing == keys.size(), now, reply)) {
+            return true;
         }
         const std::size_t present = keys.size() - missing;
         if (v.owner[static_cast<std::size_t>(slot)] == i) {
