@@ -54,11 +54,19 @@ struct fake_cluster_masters {
         REQUIRE(positive(b) > 0);
     }
     std::string url() const { return "redis-cluster://127.0.0.1:" + a; }
-    // The tally once the fake has written what it was asked (it writes
-    // every 20 ms while counts change).
+    // The tally once the fake has written all it was asked (it writes every
+    // 20 ms while counts change): the same twice, 100 ms apart; at most 3 s.
     std::map<std::string, long> counted() const {
-        ::usleep(100 * 1000);
-        return read_tally(tally);
+        std::map<std::string, long> last = read_tally(tally);
+        for (int i = 0; i < 30; ++i) {
+            ::usleep(100 * 1000);
+            std::map<std::string, long> now = read_tally(tally);
+            if (now == last && !now.empty()) {
+                break;
+            }
+            last = now;
+        }
+        return last;
     }
 };
 
