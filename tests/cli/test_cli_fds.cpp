@@ -5,8 +5,9 @@
 //
 // A redis-cluster:// node seeded with the first port of fake_redis's
 // moved-chain ring (tests/tools/moved_chain.hpp) makes the agent open a
-// connection to every port of the ring, chasing MOVED answers: the node's
-// own and its nine extra Cluster connections. The ring's set-up answers
+// connection to every port of the ring, chasing MOVED answers (four a
+// round, the cap, so over a few rounds): the node's own and its nine extra
+// Cluster connections. The ring's set-up answers
 // make each a RESP2 connection with a subscription of its own, so ten ports
 // are twenty sockets, and nothing is ever acquired: the run ends 69, in
 // bounded time.
@@ -88,9 +89,10 @@ TEST_CASE("cli fds: the agent with more than 18 live fds", "[cli][fds][asan]") {
     // The node's own connection and its nine extra ones: one per port.
     moved_chain_ring ring(10, 30);
     const std::string node = "redis-cluster://127.0.0.1:" + ring.ports[0];
-    // No wait: one round, which the MOVED answers keep going around the
-    // ring until its node timeout (a tenth of the ttl) ends it.
-    const strings args{"run", "-w", "0", "-t", "3s", "-N", node, "cli-fds", "--", "true"};
+    // A round follows a request through four MOVED answers, four ports
+    // further round the ring, and the next round starts where the last one
+    // was sent: rounds for 2 s take the agent round the whole ring.
+    const strings args{"run", "-w", "2s", "-t", "3s", "-N", node, "cli-fds", "--", "true"};
 
     agent_run a(args, sanitizer_env());
     const double bound = 10.0;
@@ -112,8 +114,8 @@ TEST_CASE("cli fds: the agent with more than 18 live fds", "[cli][fds][asan]") {
     CHECK(r.seconds < bound);
     CHECK((r.status == exit_unavailable || r.status == exit_conflict));
     CHECK_FALSE(sanitizer_report(r.err));
-    // Why it failed. (A node whose every answer is a redirect has no reason
-    // of its own yet: a cap on redirects, with its reason, is still to come.)
+    // Why it failed.
     CHECK(contains(r.err, "no quorum of nodes reachable"));
+    CHECK(contains(r.err, "redirected 5 times in one round (last: MOVED "));
     CHECK(ring.server->running());  // and the ring outlived its client
 }
