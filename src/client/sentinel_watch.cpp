@@ -16,6 +16,13 @@
 // same sentinel_timeout as the connect. Its buffer holds one message at a
 // time; one longer than that means a switch may have been missed, and the
 // lock connection asks the sentinels again.
+//
+// A sentinel that answers where the master is but never confirms the
+// SUBSCRIBE, or that falls silent, would keep the watch deaf while another
+// announces a switch: the confirmation is awaited sentinel_timeout, and
+// after watch_silence without a word the sentinel is PINGed and given
+// sentinel_timeout to answer; either unanswered, the watch moves to the next
+// sentinel (sentinel_watch.hpp).
 #include "edgelock/detail/sentinel_watch.hpp"
 
 #include "client_internal.hpp"
@@ -73,9 +80,8 @@ instant sentinel_watch::next_deadline(bool wanted, instant now) const noexcept {
         return wanted ? timers_.get(timer::due) : instant::never();
     case watch_phase::resolving:
     case watch_phase::connecting:
-        return timers_.get(timer::due);
     case watch_phase::listening:
-        break;
+        return timers_.get(timer::due);
     }
     return instant::never();
 }
@@ -86,6 +92,8 @@ std::uint8_t sentinel_watch::service(bool wanted, const watch_link& link, instan
     if ((phase_ == watch_phase::resolving || phase_ == watch_phase::connecting) &&
         timers_.expired(timer::due, now)) {
         out = close(link, now);  // the sentinel did not take the connection in time
+    } else if (phase_ == watch_phase::listening && timers_.expired(timer::due, now)) {
+        out = silent(link, now);
     }
     if (wanted && (phase_ == watch_phase::off ||
                    (phase_ == watch_phase::backoff && timers_.expired(timer::due, now)))) {
@@ -156,7 +164,9 @@ std::uint8_t sentinel_watch::opened(port::net_result r, const watch_link& link,
         return close(link, now);
     }
     phase_ = watch_phase::listening;
-    timers_.stop(timer::due);
+    confirmed_ = false;
+    pinged_ = false;
+    timers_.set(timer::due, now + link.options->sentinel_timeout);  // for the confirmation
     sent_ = 0;
     return send_setup(link, now);
 }
@@ -218,13 +228,32 @@ std::uint8_t sentinel_watch::on_ready(std::uint8_t events, const watch_link& lin
     return out;
 }
 
+std::uint8_t sentinel_watch::silent(const watch_link& link, instant now) noexcept {
+    if (!confirmed_ || pinged_) {
+        return close(link, now);  // unconfirmed, or the PING unanswered: the next sentinel
+    }
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    const port::net_result r = io_.send(*link.via, ping, sizeof ping - 1);
+    if (r.status != port::net_status::ok || r.size != sizeof ping - 1) {
+        return close(link, now);  // 14 bytes an idle socket does not take: not a good one
+    }
+    pinged_ = true;
+    timers_.set(timer::due, now + link.options->sentinel_timeout);
+    return watch_none;
+}
+
 std::uint8_t sentinel_watch::read(const watch_link& link, instant now) noexcept {
     events_ = watch_none;
     refused_ = false;
+    heard_ = false;
     link_ = &link;
     port::net_result io;
     const read_end e = io_.read(*link.via, link.nodes, link.node_capacity, *this, io);
     link_ = nullptr;
+    if (heard_ && confirmed_) {
+        pinged_ = false;  // the sentinel is there: silence is counted from now
+        timers_.set(timer::due, now + watch_silence);
+    }
     std::uint8_t out = events_;
     if (refused_ || e == read_end::io_failed) {
         out = static_cast<std::uint8_t>(out | close(link, now));
@@ -244,6 +273,7 @@ void sentinel_watch::on_message(const stream_message& m) noexcept {
     }
     const resp_node* nodes = m.nodes;
     const std::size_t count = m.count;
+    heard_ = true;
     if (nodes == nullptr) {
         events_ |= watch_missed;  // more than the node array: not one we can read
         return;
@@ -260,6 +290,7 @@ void sentinel_watch::on_message(const stream_message& m) noexcept {
         if (top + 1 < count && nodes[top + 1].has_text() &&
             nodes[top + 1].text == str_view("subscribe")) {
             failures_ = 0;  // listening: a good sentinel
+            confirmed_ = true;
         }
         return;
     }
@@ -284,6 +315,8 @@ std::uint8_t sentinel_watch::close(const watch_link& link, instant now) noexcept
     lookup_.end();
     sent_ = 0;
     setup_size_ = 0;
+    confirmed_ = false;
+    pinged_ = false;
     phase_ = watch_phase::backoff;
     if (link.address->sentinel_count > 0) {
         tried_ = static_cast<std::uint8_t>((tried_ + 1) % link.address->sentinel_count);
@@ -297,6 +330,8 @@ void sentinel_watch::shut(transport& t) noexcept {
     lookup_.end();
     phase_ = watch_phase::off;
     failures_ = 0;
+    confirmed_ = false;
+    pinged_ = false;
     sent_ = 0;
     setup_size_ = 0;
     timers_.stop(timer::due);

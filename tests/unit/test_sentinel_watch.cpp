@@ -100,9 +100,11 @@ TEST_CASE("sentinel watch: subscribes to +switch-master at the front sentinel",
 
     SECTION("without credentials") {
         const int fd = w.subscribe(w.first);
-        CHECK(w.watch.next_deadline(true, port::now()).is_never());
+        // The confirmation is awaited sentinel_timeout; then silence is.
+        CHECK(w.watch.next_deadline(true, port::now()) <= port::now() + w.options.sentinel_timeout);
         CHECK(w.tell(fd, switch_subscribed) == edgelock::detail::watch_none);
         CHECK(w.watch.phase() == watch_phase::listening);
+        CHECK(w.watch.next_deadline(true, port::now()) > port::now() + w.options.sentinel_timeout);
     }
     SECTION("with the sentinels' own credentials, AUTH first") {
         w.options.sentinel_username = "watcher";
@@ -115,6 +117,44 @@ TEST_CASE("sentinel watch: subscribes to +switch-master at the front sentinel",
         w.link.front = 1;
         w.subscribe(w.second);
         CHECK(w.first.accept(20) < 0);
+    }
+}
+
+TEST_CASE("sentinel watch: one that never confirms, or falls silent, gives way to the next",
+          "[sentinel_parts]") {
+    watch_rig w;
+    // Backing off from `at`: once that ends, to the second sentinel.
+    const auto next_one = [&](instant at) {
+        CHECK(w.watch.phase() == watch_phase::backoff);
+        w.watch.service(true, w.link, at + w.options.reconnect_max);
+        pump(w.watch, w.link, true, [&] { return w.watch.phase() == watch_phase::listening; });
+        const int fd = w.second.accept();
+        REQUIRE(fd >= 0);
+        CHECK(w.second.commands(fd, 1) == std::vector<std::string>{"SUBSCRIBE +switch-master"});
+    };
+    const int fd = w.subscribe(w.first);
+    SECTION("SUBSCRIBE never confirmed") {
+        const instant by = w.watch.next_deadline(true, port::now());
+        CHECK(w.watch.service(true, w.link, by) == edgelock::detail::watch_none);
+        next_one(by);
+    }
+    SECTION("confirmed, then silent: a PING") {
+        REQUIRE(w.tell(fd, switch_subscribed) == edgelock::detail::watch_none);
+        const instant quiet = w.watch.next_deadline(true, port::now());
+        CHECK(w.watch.service(true, w.link, quiet) == edgelock::detail::watch_none);
+        CHECK(w.first.commands(fd, 1) == std::vector<std::string>{"PING"});
+        const instant by = w.watch.next_deadline(true, quiet);
+        CHECK(by == quiet + w.options.sentinel_timeout);
+        SECTION("answered as Redis does in subscribed mode: it stays") {
+            CHECK(w.tell(fd, "*2\r\n$4\r\npong\r\n$0\r\n\r\n") == edgelock::detail::watch_none);
+            CHECK(w.watch.phase() == watch_phase::listening);
+            CHECK(w.watch.next_deadline(true, port::now()) >
+                  port::now() + w.options.sentinel_timeout);
+        }
+        SECTION("unanswered: the next sentinel") {
+            CHECK(w.watch.service(true, w.link, by) == edgelock::detail::watch_none);
+            next_one(by);
+        }
     }
 }
 

@@ -31,7 +31,7 @@ enum class watch_phase : std::uint8_t {
     off,         // not wanted, or not begun
     resolving,   // the sentinel's host name is being looked up
     connecting,  // the socket (or its TLS handshake) is under way
-    listening,   // SUBSCRIBE sent (or being sent)
+    listening,   // SUBSCRIBE sent (or being sent), then confirmed
     backoff,     // failed: again once its timer ends, with the next sentinel
 };
 
@@ -52,6 +52,14 @@ struct watch_link {
     resp_node* nodes = nullptr;
     std::size_t node_capacity = 0;
 };
+
+// A watch that hears nothing from its sentinel for this long PINGs it (in
+// subscribed mode Redis answers ["pong", ""]); one whose SUBSCRIBE or PING
+// is not answered within sentinel_timeout moves to the next sentinel. A
+// sentinel that takes the connection and says nothing keeps a switch from
+// being heard for at most sentinel_timeout after the SUBSCRIBE, one that
+// falls silent later for at most watch_silence + sentinel_timeout.
+constexpr duration watch_silence = duration::seconds(1);
 
 class sentinel_watch {
 public:
@@ -80,7 +88,9 @@ public:
     void skipped() noexcept {}
 
 private:
-    enum class timer : std::uint8_t { due };  // resolving, connecting: deadline; backoff: its end
+    // resolving, connecting: the deadline; listening: the confirmation's or
+    // the PING's deadline, or when silence calls for a PING; backoff: its end.
+    enum class timer : std::uint8_t { due };
 
     bool sentinel(const watch_link& link, str_view& host, std::uint16_t& port) const noexcept;
     std::uint8_t connect(const watch_link& link, instant now) noexcept;
@@ -88,6 +98,8 @@ private:
     std::uint8_t opened(port::net_result r, const watch_link& link, instant now) noexcept;
     std::uint8_t send_setup(const watch_link& link, instant now) noexcept;
     std::uint8_t read(const watch_link& link, instant now) noexcept;
+    // The listening deadline passed: a PING, or the next sentinel.
+    std::uint8_t silent(const watch_link& link, instant now) noexcept;
     std::uint8_t close(const watch_link& link, instant now) noexcept;
 
     // One message at a time: +switch-master with the longest names.
@@ -104,6 +116,9 @@ private:
     // Set by on_message() during a read.
     std::uint8_t events_ = watch_none;
     bool refused_ = false;
+    bool heard_ = false;      // a message came
+    bool confirmed_ = false;  // SUBSCRIBE was confirmed
+    bool pinged_ = false;     // a PING waits for its answer
     const watch_link* link_ = nullptr;
 };
 
