@@ -294,12 +294,25 @@ private:
         static void apply(client_base& c, std::uint8_t n, std::uint8_t events,
                           instant now) noexcept;
     };
-    // A Sentinel node's watch (sentinel.cpp).
+    // A Sentinel node's watch and the switches it hears (failover.cpp).
     struct failover_side {
         static bool wanted(const client_base& c, std::uint8_t n) noexcept;
         static detail::watch_link link(client_base& c, std::uint8_t n) noexcept;
         static void apply(client_base& c, std::uint8_t n, std::uint8_t events,
                           instant now) noexcept;
+        // The set-up on the master a switch led to is done.
+        static void arrived(client_base& c, std::uint8_t n, instant now) noexcept;
+
+    private:
+        static void heard(client_base& c, std::uint8_t n, instant now) noexcept;
+        static void leave(client_base& c, std::uint8_t n, detail::failover_next next,
+                          instant now) noexcept;
+        static void move(client_base& c, std::uint8_t n, instant now) noexcept;
+        static bool clean(client_base& c, std::uint8_t n, instant now) noexcept;
+        static void write_renew(client_base& c, std::uint8_t n, client_lock& l,
+                                instant now) noexcept;
+        static void renew_held(client_base& c, std::uint8_t n, instant now) noexcept;
+        static instant backoff(client_base& c, std::uint8_t n, instant now) noexcept;
     };
     // Redis Cluster nodes (cluster.cpp). A lock's requests to node `node`
     // go out on served_by(l, node); connection n serves node node_of(n).

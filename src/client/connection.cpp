@@ -35,6 +35,7 @@ void client_base::disconnect() noexcept {
         c.timers.stop_all();
         c.where.stop();
         c.watch.shut(*transport_);
+        c.moving = detail::failover();
     }
 }
 
@@ -154,10 +155,12 @@ void client_base::start_connect(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     c.timers.set(connection_timer::connect, now + options_.connect_timeout);
     c.timers.stop(connection_timer::backoff);
-    if (c.address.sentinel_count > 0) {
-        // Where the master is, first.
+    if (c.address.sentinel_count > 0 && !c.moving.due) {
+        // Where the master is, first (unless the watch heard it: a sentinel
+        // asked now may still name the old master).
         c.where.begin(now, c.timers.get(connection_timer::connect), options_.sentinel_timeout);
     }
+    c.moving.due = false;  // once: when this connect fails, the sentinels are asked
     resolve(n, now);
 }
 

@@ -103,6 +103,7 @@ void client_base::setup_reply(std::uint8_t n, std::uint32_t request, const resp_
         c.failures = 0;
         c.timers.stop(connection_timer::connect);
         progress(c, now, options_.stall_timeout);  // the stall timer runs from here
+        failover_side::arrived(*this, n, now);     // after a switch: held locks renew
     }
 }
 
@@ -113,7 +114,8 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
     for (unsigned guard = 0; guard < 1024 && c.io.is_open(); ++guard) {
         if (c.state == node_state::handshake && !c.where.asking()) {
             queue_setup(n, now);
-        } else if (c.state == node_state::ready) {
+        } else if (c.state == node_state::ready && c.moving.leaving == failover_leave::no) {
+            // (A Sentinel node leaving its master writes nothing more there.)
             queue_requests(n, now);
         }
         if (c.tx_size == 0) {

@@ -5,7 +5,7 @@
 // connect asks again, so a failover is followed by the next reconnect: after
 // a disconnect, a failed set-up, or a READONLY answer to a lock request (the
 // master was demoted under us), which drops the connection. The watch
-// (sentinel_watch.cpp) follows a +switch-master at once.
+// (sentinel_watch.cpp) hears a +switch-master, and failover.cpp follows it.
 //
 // The sentinels are asked in turn, each within sentinel_timeout, starting
 // with the one that answered last; the asking uses the node's own connection
@@ -168,45 +168,6 @@ void client_base::master_answer(std::uint8_t n, std::uint32_t tag, const resp_no
     c.report.message_size = 0;
     // Now to the master, in what is left of the connect's time.
     reconnect(n, now, c.timers.get(connection_timer::connect));
-}
-
-bool client_base::failover_side::wanted(const client_base& self, std::uint8_t n) noexcept {
-    return n < self.node_count_ && self.conns_[n].address.sentinel_count > 0 && self.node_wanted(n);
-}
-
-detail::watch_link client_base::failover_side::link(client_base& self, std::uint8_t n) noexcept {
-    detail::watch_link link;
-    link.via = self.transport_;
-    link.options = &self.options_;
-    link.address = &self.conns_[n].address;
-    link.front = self.conns_[n].where.front();
-    link.lookup_max_age = self.lookup_max_age();
-    link.random = &self.random_;
-    link.nodes = self.nodes_;
-    link.node_capacity = EDGELOCK_CLIENT_REPLY_NODES;
-    return link;
-}
-
-void client_base::failover_side::apply(client_base& self, std::uint8_t n, std::uint8_t events,
-                                       instant now) noexcept {
-    detail::connection& c = self.conns_[n];
-    if ((events & watch_missed) != 0 && c.io.fd() >= 0) {
-        self.drop(n, now);  // made again by asking the sentinels
-        c.state = node_state::down;
-        return;
-    }
-    if ((events & watch_switched) == 0) {
-        return;
-    }
-    const peer& to = c.watch.announced();
-    if (c.target.is(to.host_view(), to.port) && c.state == node_state::ready) {
-        return;  // already there
-    }
-    c.target = to;
-    if ((c.io.fd() >= 0 || c.state == node_state::resolving) && !c.where.asking()) {
-        // Straight to the new master, with a connect's whole time.
-        self.reconnect(n, now, now + self.options_.connect_timeout);
-    }
 }
 
 }  // namespace edgelock

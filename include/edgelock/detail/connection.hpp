@@ -61,6 +61,35 @@ enum class connection_timer : std::uint8_t {
     stall,    // the oldest request in flight has waited stall_timeout by then
 };
 
+// Where a Sentinel node goes once its old master's clean-ups are done.
+enum class failover_next : std::uint8_t {
+    none,
+    announced,  // the master the watch's latest +switch-master named
+    ask,        // the sentinels are asked again (the watch may have missed one)
+};
+
+// How far a Sentinel node is in leaving the master it is set up on.
+enum class failover_leave : std::uint8_t {
+    no,        // not leaving
+    draining,  // nothing more goes out; the replies of what is in flight come in
+    cleaning,  // the clean-ups (and the held locks' renews) are out; their replies come in
+};
+
+// A Sentinel node's following of a switch (failover.cpp): the switches'
+// backoff, the clean-ups left on the master it leaves, and what it owes the
+// new one.
+struct failover {
+    instant last;             // the latest switch heard
+    std::uint8_t streak = 0;  // switches heard less than reconnect_max apart
+    failover_next next = failover_next::none;
+    failover_leave leaving = failover_leave::no;
+    // Locks held when a first switch (after a quiet spell) was heard, by
+    // their place in the client's list: their keys stay on the old master.
+    std::uint32_t kept = 0;
+    bool due = false;    // the target is the announced master: the next connect goes there
+    bool renew = false;  // its held locks renew once the new master's set-up is done
+};
+
 struct connection {
     node_address address;
     node_state state = node_state::down;
@@ -80,6 +109,7 @@ struct connection {
     subscription sub;                                      // RESP2 waiters are told through it
     sentinel_resolver where;                               // redis-sentinel:// nodes
     sentinel_watch watch;                                  // and their +switch-master
+    failover moving;                                       // and the switches it heard
     cluster_router cluster;                                // redis-cluster:// nodes
     peer target;                        // a master named by a sentinel or a Cluster's map
     std::uint8_t node = no_connection;  // the node it serves (its own index, for the first N)
