@@ -7,12 +7,12 @@
 //                plus connections cut. Mutual exclusion and fencing hold.
 //   sentinel   - one redis-sentinel:// node: a master, 1-2 replicas, 1-3
 //                sentinels (down, slow, or told of a failover late, so they
-//                answer stale). Failovers promote a replica while the lock is
-//                contended. Mutual exclusion and fencing hold when the replica
-//                is an exact copy and the old master stops taking writes at
-//                the failover (killed, or READONLY at once). A replica that
-//                lost the last writes, or an old master that takes writes
-//                until it is demoted later, can lose a lock (two holders): those
+//                answer stale; one that never confirms SUBSCRIBE, one that
+//                floods +switch-master to a replica and back). Failovers promote a replica while
+//                the lock is contended. Mutual exclusion and fencing hold when the replica is an
+//                exact copy and the old master stops taking writes at the failover (killed, or
+//                READONLY at once). A replica that lost the last writes, or an old master that
+//                takes writes until it is demoted later, can lose a lock (two holders): those
 //                schedules are drawn too, and there only weak fencing is
 //                asserted (a token above every section that had ended before
 //                its acquisition began); their overlaps are counted.
@@ -224,6 +224,22 @@ outcome run_topology(std::uint64_t seed, topology kind, bool fenced, tally& t) {
             s.net.at(instant{when}, [&s, sn] { s.net.crash(sn); });
             s.net.at(instant{when + pick(rng, 1000, 500000)},
                      [&s, sn] { s.net.restart(sn, true); });
+        }
+        // A sentinel that never confirms the watch's SUBSCRIBE; one that
+        // floods +switch-master to a replica and back.
+        if ((rng() & 3) == 0) {
+            g.muted[static_cast<std::size_t>(pick(rng, 0, g.sentinels.size() - 1))] = 1;
+            note("a sentinel never confirms SUBSCRIBE");
+        }
+        if ((rng() & 3) == 0 && !g.replicas.empty()) {
+            const int liar = static_cast<int>(pick(rng, 0, g.sentinels.size() - 1));
+            const int named =
+                g.replicas[static_cast<std::size_t>(pick(rng, 0, g.replicas.size() - 1))];
+            const std::uint64_t every = pick(rng, 1000, 5000);
+            std::uint64_t when = s.now() + pick(rng, 0, horizon - s.now());
+            for (std::uint64_t k = pick(rng, 10, 200); k > 0; --k, when += every) {
+                s.net.at(instant{when}, [&g, liar, named] { g.lie(liar, named); });
+            }
         }
         if ((rng() & 3) == 0) {
             s.net.faults(g.sentinels[0]).latency_min_us += pick(rng, 0, 100000);

@@ -8,7 +8,11 @@
 // command. A sentinel is told of a failover when the test says (at once, or
 // late: until then it answers stale), and then publishes "+switch-master
 // NAME old-ip old-port new-ip new-port" to its subscribers. Down and slow
-// sentinels are the net's faults on their nodes.
+// sentinels are the net's faults on their nodes. Two hostile ones: a
+// sentinel muted never confirms a SUBSCRIBE (nor answers a PING), so a
+// watch on it hears nothing; one made to lie() announces a switch that did
+// not happen, to a replica and back, as often as the test calls it (a
+// flood), while it still answers get-master-addr-by-name with the truth.
 //
 // Replicas answer INFO replication with role:slave and refuse writes with
 // READONLY. What a replica holds is what the test synced into it last
@@ -62,8 +66,16 @@ public:
             sentinels.push_back(k);
             believed.push_back(master);
             redis_node& s = net_.node(k);
+            muted.push_back(0);
+            lies.push_back(0);
             s.intercept = [this, i](session&, const std::vector<std::string>& argv, std::uint64_t,
                                     std::string& reply) {
+                const std::string cmd = argv.empty() ? std::string() : upper(argv[0]);
+                if (muted[static_cast<std::size_t>(i)] != 0 &&
+                    (cmd == "SUBSCRIBE" || cmd == "PING")) {
+                    reply.clear();  // taken, never answered
+                    return true;
+                }
                 reply = answer(i, argv);
                 return !reply.empty();
             };
@@ -152,12 +164,33 @@ public:
         ++switches;
     }
 
+    // Sentinel i announces a switch that did not happen: from the master to
+    // `to` (a replica), and at the next call back again.
+    void lie(int i, int to) {
+        const std::size_t k = static_cast<std::size_t>(i);
+        const int s = sentinels[k];
+        if (!net_.up(s) || to == master) {
+            return;
+        }
+        const bool back = (lies[k] % 2) != 0;
+        const int from = back ? to : master;
+        const int now_at = back ? master : to;
+        ++lies[k];
+        ++switches;
+        net_.node(s).clients.publish("+switch-master", name + " " + net_.host(from) + " " +
+                                                           std::to_string(net_.port(from)) + " " +
+                                                           net_.host(now_at) + " " +
+                                                           std::to_string(net_.port(now_at)));
+    }
+
     std::string name;
     int master = -1;
     std::vector<int> replicas;
     std::vector<int> sentinels;
-    std::vector<int> believed;  // per sentinel: the master it names
-    int kept_master = -1;       // an old master still taking writes
+    std::vector<int> believed;        // per sentinel: the master it names
+    std::vector<char> muted;          // per sentinel: SUBSCRIBE and PING never answered
+    std::vector<std::uint64_t> lies;  // per sentinel: switches announced that did not happen
+    int kept_master = -1;             // an old master still taking writes
     std::uint64_t failovers = 0;
     std::uint64_t switches = 0;  // +switch-master messages published
     std::uint64_t asked = 0;     // get-master-addr-by-name answered
