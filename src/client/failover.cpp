@@ -4,7 +4,7 @@
 // Three rules, each against a sentinel that lies or floods:
 //
 // - Switches go through the reconnect backoff. The first switch after a
-//   quiet spell (none for reconnect_max) is followed at once: that is a
+//   quiet spell (no message for reconnect_max) is followed at once: that is a
 //   failover, and the watch is there to follow it fast. Each further one
 //   counts as a failed connection would: the next connect waits
 //   backoff_until() of that many failures, doubling from reconnect_min to
@@ -124,6 +124,11 @@ void client_base::failover_side::apply(client_base& self, std::uint8_t n, std::u
 void client_base::failover_side::heard(client_base& self, std::uint8_t n, instant now) noexcept {
     detail::connection& c = self.conns_[n];
     const peer& to = c.watch.announced();
+    // Every message counts for the quiet spell, so a flood never has one.
+    if (c.moving.streak > 0 && !(now < c.moving.last + self.options_.reconnect_max)) {
+        c.moving.streak = 0;  // a failover, followed at once
+    }
+    c.moving.last = now;
     if (c.moving.leaving != failover_leave::no) {
         c.moving.next = failover_next::announced;  // the latest is read when the clean-ups are done
         return;
@@ -148,9 +153,10 @@ void client_base::failover_side::leave(client_base& self, std::uint8_t n, failov
     c.moving.next = next;
     // A first switch after a quiet spell is a failover: the locks held now
     // keep their keys (the old master is being demoted, and the new one may
-    // hold them: the renew there says). Switches that keep coming are not
-    // trusted: every key there goes.
-    const bool quiet = c.moving.streak == 0 || !(now < c.moving.last + self.options_.reconnect_max);
+    // hold them: the renew there says), and so do they when the watch may
+    // have missed a message. Switches that keep coming are not trusted:
+    // every key there goes.
+    const bool quiet = c.moving.streak == 0 || next == failover_next::ask;
     c.moving.kept = 0;
     bool written = !c.fifo.empty();
     std::uint32_t bit = 1;
@@ -202,10 +208,6 @@ void client_base::failover_side::move(client_base& self, std::uint8_t n, instant
 instant client_base::failover_side::backoff(client_base& self, std::uint8_t n,
                                             instant now) noexcept {
     detail::failover& f = self.conns_[n].moving;
-    if (f.streak > 0 && !(now < f.last + self.options_.reconnect_max)) {
-        f.streak = 0;  // a quiet spell: a failover, followed at once
-    }
-    f.last = now;
     instant at = now;
     if (f.streak > 0) {
         std::uint8_t failures = static_cast<std::uint8_t>(f.streak - 1);

@@ -80,7 +80,7 @@ enum class failover_leave : std::uint8_t {
 // new one.
 struct failover {
     instant last;             // the latest switch heard
-    std::uint8_t streak = 0;  // switches heard less than reconnect_max apart
+    std::uint8_t streak = 0;  // switches followed, each heard within reconnect_max of the last
     failover_next next = failover_next::none;
     failover_leave leaving = failover_leave::no;
     // Locks held when a first switch (after a quiet spell) was heard, by
