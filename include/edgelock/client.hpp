@@ -179,6 +179,14 @@ public:
     // Drives everything (watchdog, reconnects, callbacks) until `deadline`.
     client_errc run_until(instant deadline) noexcept;
     client_errc run_for(duration d) noexcept { return run_until(port::now() + d); }
+    // Work a node still owes locks that are done: a Sentinel node going back
+    // to the master it left at a failover, to delete there the key of a
+    // lock then found lost (or released) on the new master. It ends within
+    // connect_timeout plus stall_timeout once due. A program about to
+    // disconnect (or detach its locks) may settle() first.
+    bool busy() const noexcept;
+    // Drives everything until busy() is false (ok), or `deadline` (deadline).
+    client_errc settle(instant deadline) noexcept;
 
     // --- event-loop API ---
     // Fills up to `capacity` entries with the fds to watch and the readiness
@@ -313,6 +321,19 @@ private:
                                 instant now) noexcept;
         static void renew_held(client_base& c, std::uint8_t n, instant now) noexcept;
         static instant backoff(client_base& c, std::uint8_t n, instant now) noexcept;
+        static bool write_delete(client_base& c, std::uint8_t n, const client_lock& l,
+                                 std::size_t room, instant now) noexcept;
+        // The trip back to the master left, for kept locks found lost.
+        static void check(client_base& c, std::uint8_t n, instant now) noexcept;
+        static bool done(const client_lock& l) noexcept;
+        static void trip(client_base& c, std::uint8_t n, instant now) noexcept;
+        static void home(client_base& c, std::uint8_t n, instant now) noexcept;
+
+    public:
+        // A trip back is due or under way (busy()).
+        static bool owes(const client_base& c, std::uint8_t n) noexcept;
+        // The locks' list changed: a lock linked in front or unlinked at `at`.
+        static void renumber(client_base& c, std::size_t at, bool added) noexcept;
     };
     // Redis Cluster nodes (cluster.cpp). A lock's requests to node `node`
     // go out on served_by(l, node); connection n serves node node_of(n).

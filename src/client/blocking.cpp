@@ -57,6 +57,33 @@ client_errc client_base::run_until(instant deadline) noexcept {
     return client_errc::ok;
 }
 
+bool client_base::busy() const noexcept {
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        if (conns_[n].address.sentinel_count > 0 && failover_side::owes(*this, n)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+client_errc client_base::settle(instant deadline) noexcept {
+    if (in_callback_) {
+        return client_errc::reentered;
+    }
+    instant now = port::now();
+    service(now);
+    while (busy()) {
+        if (!(now < deadline)) {
+            return client_errc::deadline;
+        }
+        const client_errc e = wait_once(deadline, now);
+        if (e != client_errc::ok) {
+            return e;
+        }
+    }
+    return client_errc::ok;
+}
+
 std::uint8_t client_base::connect(instant deadline, std::uint8_t enough) noexcept {
     if (in_callback_ || node_count_ == 0) {
         return 0;

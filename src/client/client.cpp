@@ -167,12 +167,15 @@ client_base::~client_base() {
 void client_base::link(client_lock& l) noexcept {
     l.next_ = locks_;
     locks_ = &l;
+    failover_side::renumber(*this, 0, true);
 }
 
 void client_base::unlink(client_lock& l) noexcept {
-    for (client_lock** p = &locks_; *p != nullptr; p = &(*p)->next_) {
+    std::size_t at = 0;
+    for (client_lock** p = &locks_; *p != nullptr; p = &(*p)->next_, ++at) {
         if (*p == &l) {
             *p = l.next_;
+            failover_side::renumber(*this, at, false);
             break;
         }
     }

@@ -1,7 +1,7 @@
 // A Sentinel node following a switch: what the client does when its watch
 // (sentinel_watch.cpp) hears +switch-master, or may have missed one.
 //
-// Three rules, each against a sentinel that lies or floods:
+// Four rules, each against a sentinel that lies or floods:
 //
 // - Switches go through the reconnect backoff. The first switch after a
 //   quiet spell (no message for reconnect_max) is followed at once: that is a
@@ -31,16 +31,12 @@
 //   within reconnect_max of the last is not a failover to trust, and an
 //   acquire answered after the switch was heard is not a hold to keep.
 //   This was chosen over remembering the masters written to and carrying
-//   each release to all of them later: that would need a connection back to
-//   a master the sentinels said is gone (against their word, while a new
-//   master serves), at release time, with memory per master; here the old
-//   master is cleaned while the socket to it is still up, which is when it
-//   is reachable, and a release afterwards has one master to reach, the
-//   current one. What is left: a lock held when a lone false switch comes
-//   keeps its key on the old master until its ttl (the renew on the new one
-//   finds the lock lost and says so); reentrant locks are left to their ttl
-//   (their decrement is not safe to repeat; see lock::on_disconnected); a
-//   master that cannot be reached at the switch cannot be cleaned.
+//   each release to all of them later (one is remembered, below, for the
+//   kept locks): that would need a connection back to a master the
+//   sentinels said is gone (against their word, while a new master serves),
+//   at release time, with memory per master; here the old master is cleaned
+//   while the socket to it is still up, which is when it is reachable, and
+//   a release afterwards has one master to reach, the current one.
 //
 // - A held lock renews at once on the new master: one without the key (an
 //   asynchronous replica that had not received it, or another master
@@ -48,6 +44,22 @@
 //   watchdog's next renew, up to ttl/3 later; the lock is then lost and says
 //   so. A switch heard while the connection is down is used at the next
 //   connect, without asking again a sentinel that may still name the old one.
+//
+// - Kept keys are not forgotten. The old master is remembered (one: a
+//   further switch with kept locks replaces it). When the renew on the new
+//   master finds a kept lock lost (a lone false switch: the new master is
+//   another one, the old one still serves), or the lock was released there
+//   before its renew, its key is still on the old master, blocking every
+//   client that uses it until the ttl. The node then goes back there once,
+//   deletes it by its token (safe: the lock is done) and returns to the
+//   announced master, within a connect_timeout and a stall_timeout; an old
+//   master that cannot be reached, or is a replica now, is given up.
+//   busy() says while this is due, so a program about to exit can wait
+//   (settle()). What is left: reentrant locks are left to their ttl (their
+//   decrement is not safe to repeat; see lock::on_disconnected); a master
+//   that cannot be reached at the switch, or on the trip back, cannot be
+//   cleaned; a lock acquired again before the trip leaves its old key to
+//   its ttl.
 #include "client_internal.hpp"
 #include "edgelock/client.hpp"
 #include "edgelock/detail/backoff.hpp"
@@ -89,12 +101,24 @@ detail::watch_link client_base::failover_side::link(client_base& self, std::uint
 void client_base::failover_side::apply(client_base& self, std::uint8_t n, std::uint8_t events,
                                        instant now) noexcept {
     detail::connection& c = self.conns_[n];
+    if (c.moving.trip > failover_trip::armed) {
+        // Away for the old master's keys: where to go next is read at the
+        // trip's end (the latest announced, or the sentinels asked again).
+        if ((events & watch_switched) != 0) {
+            heard(self, n, now);
+        } else if ((events & watch_missed) != 0) {
+            c.moving.next = failover_next::ask;
+        }
+        trip(self, n, now);
+        return;
+    }
     if ((events & watch_switched) != 0) {
         heard(self, n, now);
     } else if ((events & watch_missed) != 0 && c.io.fd() >= 0 && !c.where.asking()) {
         leave(self, n, failover_next::ask, now);  // made again by asking the sentinels
     }
     if (c.moving.leaving == failover_leave::no) {
+        check(self, n, now);
         return;
     }
     if (c.io.fd() < 0) {
@@ -129,6 +153,9 @@ void client_base::failover_side::heard(client_base& self, std::uint8_t n, instan
         c.moving.streak = 0;  // a failover, followed at once
     }
     c.moving.last = now;
+    if (c.moving.trip > failover_trip::armed) {
+        return;  // the trip's end goes to the latest announced
+    }
     if (c.moving.leaving != failover_leave::no) {
         c.moving.next = failover_next::announced;  // the latest is read when the clean-ups are done
         return;
@@ -157,6 +184,7 @@ void client_base::failover_side::leave(client_base& self, std::uint8_t n, failov
     // have missed a message. Switches that keep coming are not trusted:
     // every key there goes.
     const bool quiet = c.moving.streak == 0 || next == failover_next::ask;
+    const bool here = c.state == node_state::ready && !c.where.asking();
     c.moving.kept = 0;
     bool written = !c.fifo.empty();
     std::uint32_t bit = 1;
@@ -170,7 +198,16 @@ void client_base::failover_side::leave(client_base& self, std::uint8_t n, failov
             written = written || may_have_written(l->machine_);
         }
     }
-    if (c.state == node_state::ready && !c.where.asking() && written) {
+    // The kept keys stay here: remembered, for a trip back should a kept
+    // lock be found lost on the new master (check()). One master only: a
+    // further switch forgets the one before (replaces it, when it keeps
+    // locks too), whose keys then go with their ttl.
+    c.moving.trip = failover_trip::none;
+    if (here && c.moving.kept != 0) {
+        c.moving.back = c.target;
+        c.moving.trip = failover_trip::armed;
+    }
+    if (here && written) {
         c.moving.leaving = failover_leave::draining;  // nothing more goes out there (transmit)
         return;
     }
@@ -244,26 +281,37 @@ bool client_base::failover_side::clean(client_base& self, std::uint8_t n, instan
                 continue;  // no renew can follow the delete now: the key stays
             }
         }
-        char hex[owner_token::hex_size];
-        l->machine_.token().to_hex(hex);
-        const str_view args[] = {"EVAL", script_release.text, "1", l->machine_.name(),
-                                 str_view(hex, sizeof hex)};
-        const resp_encoded e =
-            resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, 5);
-        if (e.error != resp_encode_errc::ok ||
-            (held && sizeof c.tx - c.tx_size < e.size + lock_max_request)) {
+        if (!write_delete(self, n, *l, held ? lock_max_request : 0, now)) {
             continue;  // left to its ttl there
         }
-        c.tx_size += e.size;
-        detail::in_flight f;
-        f.to = reply_to::discard;
-        self.push_in_flight(n, f, now);
         any = true;
         if (held) {
             write_renew(self, n, *l, now);
         }
     }
     return any;
+}
+
+// A compare-and-delete of l's key by its token, as EVAL (the master's script
+// cache is not known), its reply not read; false when it does not fit with
+// `room` bytes to spare.
+bool client_base::failover_side::write_delete(client_base& self, std::uint8_t n,
+                                              const client_lock& l, std::size_t room,
+                                              instant now) noexcept {
+    detail::connection& c = self.conns_[n];
+    char hex[owner_token::hex_size];
+    l.machine_.token().to_hex(hex);
+    const str_view args[] = {"EVAL", script_release.text, "1", l.machine_.name(),
+                             str_view(hex, sizeof hex)};
+    const resp_encoded e = resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, 5);
+    if (e.error != resp_encode_errc::ok || sizeof c.tx - c.tx_size < e.size + room) {
+        return false;
+    }
+    c.tx_size += e.size;
+    detail::in_flight f;
+    f.to = reply_to::discard;
+    self.push_in_flight(n, f, now);
+    return true;
 }
 
 // The held lock's renew, right behind its delete (queue_requests is held
@@ -308,9 +356,167 @@ void client_base::failover_side::renew_held(client_base& self, std::uint8_t n,
 
 void client_base::failover_side::arrived(client_base& self, std::uint8_t n, instant now) noexcept {
     detail::connection& c = self.conns_[n];
+    if (c.moving.trip == failover_trip::out) {
+        // Back on the old master: the keys of the kept locks that are done
+        // go (a lock acquired again meanwhile has a new token: its old key
+        // is left to its ttl). The replies are awaited, then home().
+        std::uint32_t bit = 1;
+        for (client_lock* l = self.locks_; l != nullptr && bit != 0; l = l->next_, bit <<= 1) {
+            if ((c.moving.kept & bit) != 0 && done(*l) && !c.fifo.full()) {
+                write_delete(self, n, *l, 0, now);
+            }
+        }
+        c.moving.trip = failover_trip::cleaning;
+        return;
+    }
     if (c.moving.renew) {
         c.moving.renew = false;
         renew_held(self, n, now);
+    }
+}
+
+// Armed, once set up on the new master: each kept lock is renewed there at
+// once (renew_held). One that renewed has its key here; one found lost (the
+// new master is not the old one's replica, or one that had not received the
+// key), or released before its renew, still has its key on the old master,
+// where nothing will delete it: the node goes back there once to delete it
+// by its token, which is safe, the lock being done. A false switch, from
+// a sentinel that lies or errs while the old master stays one, would
+// otherwise leave the old master blocked for the whole ttl to every client
+// still on it.
+void client_base::failover_side::check(client_base& self, std::uint8_t n, instant now) noexcept {
+    detail::connection& c = self.conns_[n];
+    if (c.moving.trip != failover_trip::armed || c.state != node_state::ready || c.where.asking() ||
+        c.moving.renew) {
+        return;
+    }
+    bool owed = false;
+    std::uint32_t bit = 1;
+    for (client_lock* l = self.locks_; l != nullptr && bit != 0; l = l->next_, bit <<= 1) {
+        if ((c.moving.kept & bit) == 0) {
+            continue;
+        }
+        const lock_state s = l->machine_.state();
+        const bool quiet =
+            l->queued_ == client_lock::op::none && l->running_ == client_lock::op::none;
+        if (!self.serves(n, *l) || l->machine_.options().mode == lock_mode::reentrant ||
+            s == lock_state::acquiring || s == lock_state::fencing || s == lock_state::retry_wait ||
+            (s == lock_state::held && quiet)) {
+            // Renewed here (its key is here), or acquired again (a new token:
+            // the old key is left to its ttl).
+            c.moving.kept &= ~bit;
+        } else if (done(*l) && l->machine_.next_send(c.node) == lock::outgoing::none) {
+            owed = true;  // (its release or clean-up here has gone first)
+        }
+        // else its renew or release here is under way
+    }
+    if (c.target.is(c.moving.back.host_view(), c.moving.back.port)) {
+        c.moving.kept = 0;  // the old master is this one (announced back): nothing is left there
+    }
+    if (c.moving.kept == 0) {
+        c.moving.trip = failover_trip::none;
+    } else if (owed) {
+        c.moving.trip = failover_trip::draining;  // nothing more goes out here (transmit)
+        trip(self, n, now);
+    }
+}
+
+// A kept lock that is over: lost or released, nothing of it under way.
+bool client_base::failover_side::done(const client_lock& l) noexcept {
+    return l.machine_.state() == lock_state::idle && l.queued_ == client_lock::op::none &&
+           l.running_ == client_lock::op::none && l.machine_.options().mode != lock_mode::reentrant;
+}
+
+// The trip back: the new master's replies awaited, then the old master,
+// connected to and set up within connect_timeout (arrived() sends the
+// deletes there), its replies within stall_timeout, then home. Once per
+// switch; an old master that cannot be reached (or is a replica now: its
+// set-up fails) is given up, its keys left to their ttl.
+void client_base::failover_side::trip(client_base& self, std::uint8_t n, instant now) noexcept {
+    detail::connection& c = self.conns_[n];
+    if (c.io.fd() < 0 && c.state != node_state::resolving) {
+        if (c.moving.trip == failover_trip::draining) {
+            // The new master failed first: it backs off as any node, and the
+            // trip is given up.
+            c.moving.trip = failover_trip::none;
+            c.moving.kept = 0;
+            return;
+        }
+        home(self, n, now);
+        return;
+    }
+    if (!c.fifo.empty() || c.moving.trip == failover_trip::out) {
+        return;  // replies, or the set-up, still due
+    }
+    if (c.moving.trip == failover_trip::cleaning) {
+        home(self, n, now);
+        return;
+    }
+    self.drop(n, now);
+    c.where.stop();
+    c.target = c.moving.back;
+    c.moving.due = true;  // no sentinel is asked: they name the new master
+    c.moving.trip = failover_trip::out;
+    c.state = node_state::down;
+    self.start_connect(n, now);
+    if (c.io.fd() < 0 && c.state == node_state::backoff) {
+        home(self, n, now);  // failed at once
+    }
+}
+
+// The trip's end: to the master announced last (normally the one left for
+// the trip), or the sentinels asked again if the watch may have missed one,
+// at once (this is no switch to back off from). Held locks renew there.
+void client_base::failover_side::home(client_base& self, std::uint8_t n, instant now) noexcept {
+    detail::connection& c = self.conns_[n];
+    const bool ask = c.moving.next == failover_next::ask;
+    c.moving.trip = failover_trip::none;
+    c.moving.kept = 0;
+    c.moving.next = failover_next::none;
+    if (c.io.fd() >= 0) {
+        self.drop(n, now);
+    }
+    c.where.stop();
+    if (!ask) {
+        c.target = c.watch.announced();
+    }
+    c.moving.due = !ask;
+    c.moving.renew = true;
+    c.failures = 0;  // the old master's failure is not the new one's
+    c.state = node_state::down;
+    self.start_connect(n, now);
+}
+
+// A trip under way, or due once the new master's set-up is done (not while
+// the node backs off from it: nothing is then sure to come).
+bool client_base::failover_side::owes(const client_base& self, std::uint8_t n) noexcept {
+    const detail::connection& c = self.conns_[n];
+    if (c.moving.trip > failover_trip::armed) {
+        return true;
+    }
+    if (c.moving.trip != failover_trip::armed || c.state == node_state::backoff ||
+        c.state == node_state::down) {
+        return false;
+    }
+    std::uint32_t bit = 1;
+    for (const client_lock* l = self.locks_; l != nullptr && bit != 0; l = l->next_, bit <<= 1) {
+        if ((c.moving.kept & bit) != 0 && done(*l)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The locks' places in the list moved (kept counts by place): one linked in
+// front (added, at 0) or unlinked from `at`.
+void client_base::failover_side::renumber(client_base& self, std::size_t at, bool added) noexcept {
+    if (at >= 32) {
+        return;
+    }
+    const std::uint32_t below = (std::uint32_t{1} << at) - 1;
+    for (std::uint8_t n = 0; n < self.node_count_; ++n) {
+        std::uint32_t& k = self.conns_[n].moving.kept;
+        k = added ? (k & below) | ((k & ~below) << 1) : (k & below) | ((k >> 1) & ~below);
     }
 }
 

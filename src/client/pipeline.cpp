@@ -114,8 +114,10 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
     for (unsigned guard = 0; guard < 1024 && c.io.is_open(); ++guard) {
         if (c.state == node_state::handshake && !c.where.asking()) {
             queue_setup(n, now);
-        } else if (c.state == node_state::ready && c.moving.leaving == failover_leave::no) {
-            // (A Sentinel node leaving its master writes nothing more there.)
+        } else if (c.state == node_state::ready && c.moving.leaving == failover_leave::no &&
+                   c.moving.trip <= failover_trip::armed) {
+            // (A Sentinel node leaving its master, or going back to the one
+            // it left, writes nothing more of the locks there.)
             queue_requests(n, now);
         }
         if (c.tx_size == 0) {

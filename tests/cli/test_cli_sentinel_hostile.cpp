@@ -116,3 +116,35 @@ TEST_CASE("cli sentinel: a watch whose SUBSCRIBE is never confirmed moves to the
     CHECK(r.status == exit_lost);
     CHECK_FALSE(file_exists(done));
 }
+
+TEST_CASE("cli sentinel: a lock kept across a lone false switch is deleted on the old master",
+          "[cli][sentinel]") {
+    redis_server a;
+    redis_server b;  // another master, not a's replica: no key there
+    redis_client ca(a.port());
+    redis_client cb(b.port());
+    // One switch, 500 ms in, after a quiet spell: taken for a failover, so
+    // the held lock keeps its key on a, and b's renew finds none.
+    fake_redis sentinel(
+        "sentinel", 30,
+        {"--master", loopback(a), "--switch-to", loopback(b), "--switch-after", "500"});
+    // ttl 20 s: a key left on a would outlive the agent by far.
+    const strings args{"run",
+                       "-t",
+                       "20s",
+                       "-N",
+                       "redis-sentinel://127.0.0.1:" + sentinel.port + "/mymaster",
+                       "false-switch",
+                       "--",
+                       "sh",
+                       "-c",
+                       "sleep 3"};
+    const run_result r = agent(args, {}, 20.0);
+    INFO(show(args, r));
+    INFO("ended after " << r.seconds << " s");
+    // Lost on b, and said so; a, still a master others use, is not left
+    // blocked: the node went back once to delete the key there by its token.
+    CHECK(r.status == exit_lost);
+    CHECK(lock_exists(ca, "false-switch") == 0);
+    CHECK(lock_exists(cb, "false-switch") == 0);
+}

@@ -75,6 +75,16 @@ enum class failover_leave : std::uint8_t {
     cleaning,  // the clean-ups (and the held locks' renews) are out; their replies come in
 };
 
+// A Sentinel node's trip back to the master it left at a failover, for the
+// keys its kept locks left there (failover.cpp).
+enum class failover_trip : std::uint8_t {
+    none,
+    armed,     // the kept locks are being checked on the new master
+    draining,  // some were found lost or released: nothing more goes out; replies come in
+    out,       // connecting to the old master, and setting up there
+    cleaning,  // their deletes are out there; the replies come in
+};
+
 // A Sentinel node's following of a switch (failover.cpp): the switches'
 // backoff, the clean-ups left on the master it leaves, and what it owes the
 // new one.
@@ -86,6 +96,10 @@ struct failover {
     // Locks held when a first switch (after a quiet spell) was heard, by
     // their place in the client's list: their keys stay on the old master.
     std::uint32_t kept = 0;
+    // Where their keys are: the master left (one; a later switch with kept
+    // locks replaces it), to go back to once if one is found lost.
+    peer back;
+    failover_trip trip = failover_trip::none;
     bool due = false;    // the target is the announced master: the next connect goes there
     bool renew = false;  // its held locks renew once the new master's set-up is done
 };
