@@ -62,6 +62,12 @@ int run_agent() {
     default:
         break;
     }
+    // A Sentinel node may still owe the master it left at a failover the
+    // delete of a key this lock kept there, the lock having been found lost
+    // (or released) on the new one: the agent does not leave before that is
+    // done or given up. The client bounds it (a connect, at most 1 s here,
+    // then a stall timeout, 5 s); this bound only guards against a bug.
+    driver.settle(port::now() + duration::seconds(8));
     l.detach();
     driver.disconnect();
     return status;
