@@ -1,0 +1,223 @@
+// The lock's vocabulary: its limits (each a macro a build may set), the key
+// layout's sizes, and the options, states, events and results the machine
+// (lock.hpp) takes and gives. Apart so that the machine's header is the
+// machine; include lock.hpp, which includes this.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/redlock.hpp"
+#include "edgelock/resp.hpp"
+#include "edgelock/str_view.hpp"
+#include "edgelock/time.hpp"
+#include "edgelock/token.hpp"
+
+// Most nodes one lock can span. Each costs 5 bytes per lock object.
+#ifndef EDGELOCK_LOCK_MAX_NODES
+#define EDGELOCK_LOCK_MAX_NODES 9
+#endif
+
+// Longest lock name (the key is `name`, the counter `{name}:fence`). Requests
+// are built on the stack of poll_transmit, which holds two copies of the name.
+#ifndef EDGELOCK_LOCK_MAX_NAME
+#define EDGELOCK_LOCK_MAX_NAME 128
+#endif
+
+// Longest owner string of a reentrant lock.
+#ifndef EDGELOCK_LOCK_MAX_OWNER
+#define EDGELOCK_LOCK_MAX_OWNER 64
+#endif
+
+// Longest ttl accepted, in ms. One day: a lock meant to outlive that is not a
+// lease, and the bound keeps the drift arithmetic far from overflow.
+#ifndef EDGELOCK_LOCK_MAX_TTL_MS
+#define EDGELOCK_LOCK_MAX_TTL_MS 86400000UL
+#endif
+
+static_assert(EDGELOCK_LOCK_MAX_NODES >= 9 && EDGELOCK_LOCK_MAX_NODES <= 63,
+              "EDGELOCK_LOCK_MAX_NODES must be in [9, 63]");
+static_assert(EDGELOCK_LOCK_MAX_NAME >= 1 && EDGELOCK_LOCK_MAX_NAME <= 4096,
+              "EDGELOCK_LOCK_MAX_NAME must be in [1, 4096]");
+static_assert(EDGELOCK_LOCK_MAX_OWNER >= 1 && EDGELOCK_LOCK_MAX_OWNER <= 1024,
+              "EDGELOCK_LOCK_MAX_OWNER must be in [1, 1024]");
+static_assert(EDGELOCK_LOCK_MAX_TTL_MS >= 1000 && EDGELOCK_LOCK_MAX_TTL_MS <= 2147483647UL,
+              "EDGELOCK_LOCK_MAX_TTL_MS must be in [1000, 2^31)");
+
+namespace edgelock {
+
+constexpr std::uint8_t lock_max_nodes = EDGELOCK_LOCK_MAX_NODES;
+constexpr std::size_t lock_max_name = EDGELOCK_LOCK_MAX_NAME;
+constexpr std::size_t lock_max_owner = EDGELOCK_LOCK_MAX_OWNER;
+constexpr std::uint64_t lock_max_ttl_ms = EDGELOCK_LOCK_MAX_TTL_MS;
+constexpr std::uint32_t lock_max_drift_ppm = 500000;  // half the ttl
+
+// The Redis keys of the lock named `name` (see "Keys" above): the lock's own
+// key, or its fencing counter. Tools that inspect Redis (the agent's status)
+// take them from here rather than rebuilding the layout.
+enum class lock_key_kind : std::uint8_t { lock, fence_counter };
+constexpr std::size_t lock_key_capacity = lock_max_name + 8;
+// Writes the key into out (capacity bytes) and returns its length; 0, writing
+// nothing, when name is empty or longer than lock_max_name, out too small, or
+// (for the counter) the name holds a '}' outside a hash tag.
+std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t capacity) noexcept;
+
+// A buffer of this many bytes holds any request the machine emits (the longest
+// is an EVAL carrying script text, two keys and three arguments).
+// (and the CLIENT CACHING yes that may go ahead of an acquire, and the WAIT
+// that may follow an acquire or a renew: lock_options::min_replicas).
+constexpr std::size_t lock_max_request = 1024 + 2 * (lock_max_name + 16) + lock_max_owner + 32 + 64;
+
+// Local misuse: the caller's fault, reported by the call, never as an event.
+enum class lock_errc : std::uint8_t {
+    ok = 0,
+    not_configured,    // configure() has not succeeded
+    bad_node_count,    // 0 nodes or more than lock_max_nodes
+    bad_quorum,        // below nodes / 2 + 1 or above nodes
+    empty_name,        // the lock needs a name
+    name_too_long,     // longer than lock_max_name
+    name_unslotted,    // fenced: a '}' outside a hash tag; no counter key shares its slot
+    owner_too_long,    // longer than lock_max_owner
+    bad_ttl,           // under 1 ms, above lock_max_ttl_ms, or eaten by drift
+    bad_node_timeout,  // zero, or not shorter than the ttl
+    bad_drift,         // drift_ppm above lock_max_drift_ppm
+    bad_retry,         // max_tries 0, or retry_min > retry_max
+    bad_mode_option,   // renew_resurrects outside plain mode
+    no_random_source,  // the random source has no fill function
+    random_failed,     // the random source could not deliver
+    busy,              // another operation of this lock is in progress
+    not_held,          // renew or release of a lock that is not held
+    bad_node,          // node index not below the configured node count
+    buffer_too_small,  // poll_transmit: nothing written, size says how much is needed
+    bad_replicas,      // min_replicas with a replica_timeout of 0 or not below node_timeout
+};
+
+const char* describe(lock_errc code) noexcept;
+
+enum class lock_mode : std::uint8_t { plain, reentrant, fenced };
+
+struct lock_options {
+    lock_mode mode = lock_mode::plain;
+    duration ttl = duration::seconds(10);
+    // Per request; small against the ttl (the spec suggests 5-50 ms for 10 s).
+    // A NOSCRIPT retry, or the script after a SET that found the key taken,
+    // must fit in the same window.
+    duration node_timeout = duration::millis(50);
+    // Clock drift allowance: ttl * drift_ppm / 10^6 + drift_fixed (Redlock: 1% + 2 ms).
+    std::uint32_t drift_ppm = 10000;
+    duration drift_fixed = duration::millis(2);
+    // 0 picks nodes / 2 + 1; a larger value is allowed, a smaller one is not.
+    std::uint8_t quorum = 0;
+    // Acquire rounds before giving up (1 = try once), all begun within `wait`
+    // of the acquire() call (the last one may end up to its node_timeout
+    // later), separated by a random delay in [retry_min, retry_max].
+    // The same delay spaces renew rounds that failed for want of replies.
+    std::uint32_t max_tries = 1;
+    duration wait = duration::seconds(10);
+    duration retry_min = duration::millis(50);
+    duration retry_max = duration::millis(200);
+    // Plain mode only: a renew that finds the key gone sets it again (redsync's
+    // SetNXOnExtend). Off: a lock that expired stays lost.
+    bool renew_resurrects = false;
+    // Reentrant mode: the identity that nests (agent id + task id). Empty: the
+    // token of the acquisition, so this lock object nests with nobody. The
+    // bytes are not copied; keep them alive as long as the lock.
+    str_view owner;
+    // Replicas that must have the key before a node counts (0: off). Each
+    // acquire and renew request is followed by WAIT min_replicas
+    // replica_timeout on its node, and a node whose key too few replicas
+    // acknowledged in that time counts as "no" (its key is taken back like
+    // any failed round's). WAIT narrows the window in which a failover loses
+    // a lock; it does not close it (see README, "Replicas"): fencing does.
+    // The one-command SET acquire is not used with it. replica_timeout must
+    // be below node_timeout, which bounds the whole request.
+    std::uint8_t min_replicas = 0;
+    duration replica_timeout = duration::millis(25);
+};
+
+enum class lock_state : std::uint8_t {
+    unconfigured,
+    idle,        // nothing held, nothing in flight (but maybe cleanup to send)
+    acquiring,   // an acquire round (fenced: round 1) is out
+    fencing,     // fenced Redlock round 2 is out
+    retry_wait,  // between acquire rounds
+    held,        // ours until validity_deadline()
+    renewing,    // held; a renew round is out or waiting to be retried
+    releasing,   // release requests are out
+};
+
+const char* describe(lock_state state) noexcept;
+
+// renew_failed: a renew round missed its quorum for want of replies; the lock
+// stays held and is renewed again after a retry delay, but it is at risk: lost
+// follows at the validity deadline unless a later round succeeds.
+enum class lock_event_kind : std::uint8_t {
+    acquired,
+    busy,
+    failed,
+    renewed,
+    released,
+    lost,
+    renew_failed,
+};
+
+const char* describe(lock_event_kind kind) noexcept;
+
+// Why an acquisition failed or a held lock was lost.
+enum class lock_failure : std::uint8_t {
+    none = 0,
+    no_quorum,       // too few nodes agreed (errors, timeouts, refusals)
+    expired,         // quorum reached, but the round took longer than ttl - drift
+    random_failed,   // no random bytes for the retry delay
+    fence_conflict,  // round 2 found a counter above the token (a racing holder)
+    not_ours,        // renew: a quorum said the key is no longer ours
+    validity_ended,  // held or renewing, and the validity deadline passed
+    not_replicated,  // min_replicas: nodes took the key, too few replicas acknowledged it
+};
+
+const char* describe(lock_failure reason) noexcept;
+
+struct lock_event {
+    lock_event_kind kind = lock_event_kind::failed;
+    lock_failure reason = lock_failure::none;  // failed, lost
+    std::uint32_t holds = 0;                   // acquired, reentrant: holds of the owner
+    instant validity_deadline;                 // acquired, renewed
+    std::uint64_t fence = 0;                   // acquired, fenced mode
+    std::int64_t holder_ttl_ms = -1;           // busy: shortest ttl a node reported; -1 unknown
+    std::uint8_t nodes = 0;  // released: nodes where the key was still ours and is now gone
+    // released: nodes that answered that the key was not ours any more (expired,
+    // evicted, deleted, taken). Nodes that did not answer are in neither count.
+    std::uint8_t absent = 0;
+};
+
+// What a node's server can do for a lock, as the driver learnt it at set-up.
+struct lock_node_caps {
+    // Takes SET's NX and GET options together (Redis >= 7): a plain acquire
+    // goes as one SET (see "plain" above). False: the acquire script.
+    bool set_nx_get = false;
+    // Tells of changes to the key (the driver turned key tracking on there,
+    // in OPTIN mode: an acquire script then goes behind CLIENT CACHING yes,
+    // so the key it reads is tracked, and nothing else is; see preceding):
+    // a busy acquisition's next try then waits for the word (on_key_changed)
+    // and polls only as a fallback, after the holder's remaining ttl plus the
+    // retry delay, and once more a node_timeout before the wait ends. False:
+    // it polls at the retry delay.
+    bool told = false;
+};
+
+struct lock_transmit {
+    lock_errc error = lock_errc::ok;
+    std::size_t size = 0;   // ok: bytes written (0: nothing to send); buffer_too_small: needed
+    std::uint32_t tag = 0;  // hand back with the reply to this request
+    // Commands written ahead of the request whose replies come first and are
+    // to be dropped unread: 1 for the CLIENT CACHING yes that makes a told
+    // node track the key this acquire reads (lock_node_caps::told), else 0.
+    std::uint8_t preceding = 0;
+    // Commands written after the request, whose replies come after its own:
+    // 1 for the WAIT of lock_options::min_replicas, else 0. Hand its reply to
+    // on_reply with following_tag.
+    std::uint8_t following = 0;
+    std::uint32_t following_tag = 0;
+};
+
+}  // namespace edgelock
