@@ -175,7 +175,7 @@ void usage() {
                  "       fake_redis moved-chain [--ports K] [--moved-host NAME] [--seconds N]\n"
                  "       fake_redis sentinel --master HOST:PORT [--switch-to HOST:PORT\n"
                  "                  --switch-after MS | --flip-every MS] [--no-confirm 1]\n"
-                 "                  [--seconds N]\n"
+                 "                  [--stale 1] [--seconds N]\n"
                  "       fake_redis push-flood [--rate N] [--flush yes|no] [--seconds N]\n"
                  "       fake_redis cluster --behave NAME [--seconds N]\n"
                  "  silent           read everything, never answer\n"

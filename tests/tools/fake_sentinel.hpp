@@ -20,6 +20,9 @@
 //     latest): a sentinel flooding +switch-master.
 //   --no-confirm: SUBSCRIBE is never answered, and nothing more is said on
 //     that connection (its PINGs neither): a watch that hears nothing.
+//   --stale 1 (with --switch-to): get-master-addr-by-name keeps naming the
+//     first master after the switch it announces, as a sentinel that has
+//     not caught up would: a client that asks again goes back there.
 //
 //   edgelock_test::fake_sentinel::server s;   // s.option("--master", "127.0.0.1:6379")
 //   s.start(now);
@@ -99,6 +102,10 @@ public:
             no_confirm_ = std::strcmp(value, "1") == 0;
             return no_confirm_;
         }
+        if (std::strcmp(name, "--stale") == 0) {
+            stale_ = std::strcmp(value, "1") == 0;
+            return stale_;
+        }
         return false;
     }
     // Whether the options make a sentinel: a master to name.
@@ -126,7 +133,7 @@ public:
         }
         if (name == "SENTINEL" && sub == "GET-MASTER-ADDR-BY-NAME" && args.size() == 3) {
             master_name_ = args[2];
-            const address& a = master(now);
+            const address& a = stale_ ? master_ : master(now);
             return "*2\r\n" + resp_text::bulk(a.host) + resp_text::bulk(a.port);
         }
         if (name == "SUBSCRIBE" && args.size() > 1) {
@@ -198,6 +205,7 @@ private:
     double switch_at_ = 0;
     double flip_ms_ = 0;
     bool no_confirm_ = false;
+    bool stale_ = false;
     double started_ = 0;
     std::string master_name_ = "mymaster";
 };
