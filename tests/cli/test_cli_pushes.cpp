@@ -23,13 +23,6 @@
 #include "tools/lock_key.hpp"
 #include "tools/url.hpp"
 
-#ifndef EDGELOCK_CLI_PATH
-#error "build with -DEDGELOCK_CLI_PATH=\"/path/to/edgelock\""
-#endif
-#ifndef EDGELOCK_FAKE_REDIS_PATH
-#error "build with -DEDGELOCK_FAKE_REDIS_PATH=\"/path/to/fake_redis\""
-#endif
-
 using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
 
 namespace {
@@ -44,14 +37,6 @@ long attempts(const std::map<std::string, long>& tally) {
         n += it == tally.end() ? 0 : it->second;
     }
     return n;
-}
-
-// The calls of `command` the server ran, from INFO commandstats.
-long calls(redis_client& c, const std::string& command) {
-    const std::string info = c.command({"INFO", "commandstats"}).text;
-    const std::string tag = "cmdstat_" + command + ":calls=";
-    const std::size_t at = info.find(tag);
-    return at == std::string::npos ? 0 : std::stol(info.substr(at + tag.size()));
 }
 
 }  // namespace
@@ -114,7 +99,7 @@ TEST_CASE("cli pushes: one noisy node of a Redlock does not drive rounds on the 
     CHECK(r.status == exit_conflict);
     for (redis_client* c : {&ca, &cb}) {
         // The scripts: a SET counted there may be one a script ran.
-        const long scripts = calls(*c, "evalsha") + calls(*c, "eval");
+        const long long scripts = command_calls(*c, "evalsha") + command_calls(*c, "eval");
         INFO("acquire attempts on an honest node " << scripts);
         CHECK(scripts >= 1);
         CHECK(scripts <= max_tries);
