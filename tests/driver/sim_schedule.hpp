@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -258,6 +259,9 @@ struct schedule {
         }
     }
 
+    int fault_ids = 0;
+    std::map<int, int> crashed_by;  // node -> the crash that took it down
+
     // Crashes (restarts losing the keyspace only past the ttl), pauses and
     // latency spikes on nodes [first, first + n).
     // keep_data: a crash never loses the keyspace.
@@ -273,21 +277,27 @@ struct schedule {
                 const bool keep = keep_data || (rng() & 1) != 0;
                 const std::uint64_t down =
                     keep ? pick(rng, 0, 2 * ttl_us) : ttl_us + pick(rng, 1000, ttl_us);
-                net.at(instant{t}, [this, node] {
+                // A restart ends its own crash only: one that found the
+                // node down already changes nothing, nor does its restart
+                // (which could otherwise lose the keyspace moments into
+                // another crash's downtime, before the ttl has passed).
+                const int id = ++fault_ids;
+                net.at(instant{t}, [this, node, id] {
                     if (trace) {
                         std::printf("%llu crash %d\n", static_cast<unsigned long long>(now()),
                                     node);
                     }
                     if (net.up(node)) {
                         net.crash(node);
+                        crashed_by[node] = id;
                     }
                 });
-                net.at(instant{t + down}, [this, node, keep] {
+                net.at(instant{t + down}, [this, node, keep, id] {
                     if (trace) {
                         std::printf("%llu restart %d keep %d\n",
                                     static_cast<unsigned long long>(now()), node, keep);
                     }
-                    if (!net.up(node)) {
+                    if (!net.up(node) && crashed_by[node] == id) {
                         net.restart(node, keep);
                     }
                 });
