@@ -42,9 +42,10 @@
 // passed is never reported as held, driven or not.
 //
 // Connections: set up on first use and after a failure, with an exponential
-// backoff between attempts. Set-up pipelines AUTH (or HELLO 3 AUTH), SELECT,
-// CLIENT SETNAME, INFO replication, INFO memory, INFO server, CLIENT TRACKING
-// (RESP3) and SCRIPT LOAD of the lock scripts. A RESP2 node with notify also
+// backoff between attempts. Set-up pipelines HELLO [AUTH] [SETNAME], SELECT,
+// CONFIG GET maxmemory*, CLIENT TRACKING (RESP3), and INFO where those are
+// refused (detail/handshake.hpp); a node of its own sends the first lock
+// requests in the same flight. A RESP2 node with notify also
 // gets a second connection, subscribed to the server's invalidations (see
 // client_options::notify), so a client has up to two fds per node. A node whose set-up failed
 // reports why through node(i): connection refused, wrong password, a replica (a lock needs a
@@ -181,9 +182,12 @@ public:
     client_errc run_for(duration d) noexcept { return run_until(port::now() + d); }
     // Work a node still owes locks that are done: a Sentinel node going back
     // to the master it left at a failover, to delete there the key of a
-    // lock then found lost (or released) on the new master. It ends within
-    // connect_timeout plus stall_timeout once due. A program about to
-    // disconnect (or detach its locks) may settle() first.
+    // lock then found lost (or released) on the new master; a connection
+    // whose set-up is still to be answered with lock requests sent behind
+    // it, or that refused a check (a replica) and takes back what those
+    // requests took. It ends within connect_timeout plus
+    // stall_timeout once due. A program about to disconnect (or detach its
+    // locks) may settle() first.
     bool busy() const noexcept;
     // Drives everything until busy() is false (ok), or `deadline` (deadline).
     client_errc settle(instant deadline) noexcept;
@@ -280,6 +284,13 @@ private:
     bool push_in_flight(std::uint8_t n, const detail::in_flight& f, instant now) noexcept;
     void queue_setup(std::uint8_t n, instant now) noexcept;
     void queue_requests(std::uint8_t n, instant now) noexcept;
+    // Lock requests may go behind connection n's set-up now; it refused a
+    // check and waits for the lock replies and cleanups behind it.
+    bool pipelines(std::uint8_t n) const noexcept;
+    bool undoing(std::uint8_t n) const noexcept;
+    bool setup_owes(std::uint8_t n) const noexcept;
+    bool follow_setup(std::uint8_t n, const detail::in_flight& f, const resp_node* nodes,
+                      std::size_t count, instant now) noexcept;
     void transmit(std::uint8_t n, instant now) noexcept;
     void read(std::uint8_t n, instant now) noexcept;
     void setup_reply(std::uint8_t n, std::uint32_t request, const resp_node* nodes,
@@ -381,6 +392,7 @@ private:
     void connection_deadlines(std::uint8_t n, instant now) noexcept;
     bool node_settled(std::uint8_t n) const noexcept;
     bool all_settled() const noexcept;
+    bool all_startable() const noexcept;
     bool node_wanted(std::uint8_t n) const noexcept;
     bool lock_active(const client_lock& l) const noexcept;
 

@@ -44,7 +44,7 @@ enum class node_state : std::uint8_t {
     backoff,     // the last attempt failed; no new one before the backoff ends
     resolving,   // the host name is being looked up
     connecting,  // TCP (or Unix socket) connect in progress
-    handshake,   // AUTH / SELECT / HELLO / SETNAME / INFO / SCRIPT LOAD sent
+    handshake,   // HELLO / AUTH / SELECT / CONFIG GET / INFO / CLIENT TRACKING sent
     ready,
 };
 
@@ -69,7 +69,7 @@ enum class node_error : std::uint8_t {
     reset,             // the connection broke (reset, broken pipe)
     stalled,           // no reply for stall_timeout
     io_error,          // any other socket error (see code)
-    replica,           // INFO replication says role:slave (message: its master, if given)
+    replica,           // HELLO or INFO says replica (message: its master, once INFO says)
     server_error,      // the server refused a lock request: READONLY, OOM, NOPERM... (see
                        // message); the connection stays up
     // TLS (a transport whose secure() is true; message: the TLS library's text).
@@ -116,9 +116,10 @@ constexpr std::size_t node_version_capacity = 24;
 // retry's reply comes.
 //
 // warning and maxmemory_policy come from the set-up of the current (or last)
-// connection: INFO memory, read again on every new connection. A node whose
-// INFO is refused (an ACL without +info), or too long to buffer, is not
-// failed for it: its policy is then empty and it has no warning.
+// connection: CONFIG GET maxmemory* (or INFO memory where CONFIG is
+// refused), read again on every new connection. A node that refuses both (an
+// ACL), or whose INFO is too long to buffer, is not failed for it: its policy
+// is then empty and it has no warning.
 struct node_info {
     node_state state = node_state::down;
     node_error error = node_error::none;
@@ -127,8 +128,8 @@ struct node_info {
                        // errno when the message says no lookup could start)
     str_view message;  // the server's error text (truncated), or empty
     node_warning warning = node_warning::none;
-    str_view maxmemory_policy;  // as INFO memory gave it (truncated), or empty: unknown
-    str_view redis_version;     // as INFO server gave it (truncated), or empty: unknown
+    str_view maxmemory_policy;  // as CONFIG GET or INFO gave it (truncated), or empty
+    str_view redis_version;     // as HELLO or INFO gave it (truncated), or empty: unknown
     // The node tells of changes to the keys its waiters wait for
     // (client_options::notify, CLIENT TRACKING accepted): pushed on the lock
     // connection over RESP3, published to the node's subscription over RESP2.

@@ -138,6 +138,11 @@ public:
     // poll_transmit. A node that answered the SET acquire with a syntax error
     // gets no other until configure() is called again, whatever it is told.
     lock_errc set_node_caps(std::uint8_t node, lock_node_caps caps) noexcept;
+    // The next request to `node` in this round goes as EVAL, not EVALSHA: the
+    // server's script cache is not known, and there will be no chance to send
+    // the request again after a NOSCRIPT (a renew on a master the connection
+    // is about to leave).
+    lock_errc send_as_eval(std::uint8_t node) noexcept;
 
     // The lock's key changed on some node: a server said so (a tracking
     // invalidation: deleted, expired, flushed, or written). A waiting
@@ -165,6 +170,13 @@ public:
     // with a request sent behind it (which may have run). The driver drops
     // the reply of a WAIT that followed it.
     lock_errc redirected(std::uint8_t node, std::uint32_t tag) noexcept;
+    // The reply to a request that ran on a node found unfit after it went (a
+    // check of the connection's set-up, answered before it, failed: a
+    // writable replica, a database the server does not have): it counts as a
+    // disconnect would, and what it took there (a key, a hold) gets a cleanup
+    // on that node, which the driver sends on the same connection.
+    lock_errc undo(std::uint8_t node, std::uint32_t tag, const resp_node* nodes, std::size_t count,
+                   instant now) noexcept;
 
     // Outputs.
     lock_transmit poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept;

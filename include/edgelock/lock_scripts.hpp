@@ -55,7 +55,7 @@ extern const lock_script script_fenced_read;
 // KEYS[1] lock, KEYS[2] counter, ARGV[1] token, ARGV[2] the new fencing token.
 extern const lock_script script_fence_raise;
 
-// Every script above, for tests and for drivers that SCRIPT LOAD up front.
+// Every script above, for tests and for drivers that want them loaded up front.
 extern const lock_script* const lock_scripts_all[];
 constexpr unsigned lock_scripts_count = 9;
 

@@ -129,8 +129,10 @@ struct lock_options {
     // acknowledged in that time counts as "no" (its key is taken back like
     // any failed round's). WAIT narrows the window in which a failover loses
     // a lock; it does not close it (see README, "Replicas"): fencing does.
-    // The one-command SET acquire is not used with it. replica_timeout must
-    // be below node_timeout, which bounds the whole request.
+    // The one-command SET acquire is not used with it, and its scripts go as
+    // EVAL (a NOSCRIPT would hold the connection for a WAIT that says
+    // nothing). replica_timeout must be below node_timeout, which bounds the
+    // whole request.
     std::uint8_t min_replicas = 0;
     duration replica_timeout = duration::millis(25);
 };

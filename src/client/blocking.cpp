@@ -59,6 +59,9 @@ client_errc client_base::run_until(instant deadline) noexcept {
 
 bool client_base::busy() const noexcept {
     for (std::uint8_t n = 0; n < node_count_; ++n) {
+        if (setup_owes(n)) {
+            return true;
+        }
         if (conns_[n].address.sentinel_count > 0 && failover_side::owes(*this, n)) {
             return true;
         }

@@ -45,7 +45,7 @@ std::size_t client_base::wanted(port::wait_entry* out, std::size_t capacity) con
 // timers, each connection's timers, its parts'.
 instant client_base::next_deadline() const noexcept {
     instant next = instant::never();
-    const bool settled = all_settled();
+    const bool settled = all_startable();
     for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
         next = earliest(next, l->machine_.next_deadline());
         next = earliest(next, l->timers_.get(client_lock::timer::renew));

@@ -306,6 +306,10 @@ bool client_base::failover_side::write_delete(client_base& self, std::uint8_t n,
 void client_base::failover_side::write_renew(client_base& self, std::uint8_t n, client_lock& l,
                                              instant now) noexcept {
     detail::connection& c = self.conns_[n];
+    // As EVAL: a NOSCRIPT could not be answered by sending it again, since
+    // the connection leaves once the replies are in, and the lock would then
+    // count as held on the key it has just deleted.
+    l.machine_.send_as_eval(c.node);
     const lock_transmit t =
         l.machine_.poll_transmit(c.node, c.tx + c.tx_size, sizeof c.tx - c.tx_size);
     if (t.error != lock_errc::ok || t.size == 0) {

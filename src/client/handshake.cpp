@@ -1,11 +1,11 @@
-// The set-up of a new connection, as a machine: the requests (AUTH or HELLO 3,
-// SELECT, CLIENT SETNAME, INFO replication, memory and server, SCRIPT LOAD) and what
-// each reply means. No socket, no clock: the pipeline carries the bytes.
+// The set-up of a new connection, as a machine: the requests (HELLO [AUTH]
+// [SETNAME], SELECT, CONFIG GET maxmemory*, CLIENT TRACKING, and where those
+// were refused AUTH, CLIENT SETNAME and INFO) and what each reply means. No
+// socket, no clock: the pipeline carries the bytes.
 #include "edgelock/detail/handshake.hpp"
 
 #include "edgelock/client.hpp"
 #include "edgelock/detail/server_info.hpp"
-#include "edgelock/lock_scripts.hpp"
 #include "edgelock/resp_encoder.hpp"
 
 namespace edgelock {
@@ -13,7 +13,9 @@ namespace detail {
 
 namespace {
 
-constexpr std::uint8_t request_end = handshake::script + lock_scripts_count;
+constexpr std::uint16_t bit(std::uint8_t request) {
+    return static_cast<std::uint16_t>(1u << request);
+}
 
 bool starts_with_icase(str_view s, str_view prefix) {
     return s.size >= prefix.size && equals_icase(str_view(s.data, prefix.size), prefix);
@@ -81,12 +83,20 @@ void detail::node_report::append_message(str_view text) noexcept {
 void handshake::start(const node_address& address, const client_options& options) noexcept {
     address_ = &address;
     options_ = &options;
-    next_ = 0;
+    todo_ = static_cast<std::uint16_t>(bit(auth) | bit(config_memory));
+    if (address.db != 0) {
+        todo_ = static_cast<std::uint16_t>(todo_ | bit(select));
+    }
+    if (options.resp3 && options.notify) {
+        todo_ = static_cast<std::uint16_t>(todo_ | bit(tracking));
+    }
     replies_due_ = 0;
+    stale_ = 0;
     status_ = handshake_status::pending;
-    hello_hold_ = false;
     resp2_ = false;
-    setname_late_ = false;
+    hello_refused_ = false;
+    tracking_asked_ = false;
+    doomed_ = false;
 }
 
 bool handshake::speaks_resp3() const noexcept {
@@ -95,96 +105,84 @@ bool handshake::speaks_resp3() const noexcept {
 
 std::size_t handshake::poll_request(char* buf, std::size_t capacity,
                                     std::uint8_t& request) noexcept {
-    if (status_ != handshake_status::pending || address_ == nullptr) {
+    if (status_ != handshake_status::pending || address_ == nullptr || todo_ == 0) {
         return 0;
     }
     const node_address& a = *address_;
     const client_options& o = *options_;
     const credentials secret(a, o);
-    if (setname_late_) {
-        const str_view args[] = {"CLIENT", "SETNAME", o.client_name};
-        const resp_encoded e = resp_encode_command(buf, capacity, args, 3);
-        if (e.error != resp_encode_errc::ok) {
-            return 0;
-        }
-        setname_late_ = false;
-        request = setname;
-        ++replies_due_;
-        return e.size;
+    std::uint8_t next = 0;
+    while ((todo_ & bit(next)) == 0) {
+        ++next;
     }
-    for (; next_ < request_end && !hello_hold_; ++next_) {
-        str_view args[8];
-        std::size_t argc = 0;
-        decimal_arg db(static_cast<std::int64_t>(a.db));
-        if (next_ == auth) {
-            if (speaks_resp3()) {
-                args[argc++] = "HELLO";
-                args[argc++] = "3";
-                if (secret.present()) {
-                    args[argc++] = "AUTH";
-                    args[argc++] = secret.user().empty() ? str_view("default") : secret.user();
-                    args[argc++] = secret.password();
-                }
-                if (!o.client_name.empty()) {
-                    args[argc++] = "SETNAME";
-                    args[argc++] = o.client_name;
-                }
-            } else if (secret.present()) {
+    str_view args[8];
+    std::size_t argc = 0;
+    decimal_arg db(static_cast<std::int64_t>(a.db));
+    switch (next) {
+    case auth:
+        if (!hello_refused()) {
+            args[argc++] = "HELLO";
+            args[argc++] = o.resp3 ? str_view("3") : str_view("2");
+            if (secret.present()) {
                 args[argc++] = "AUTH";
-                if (!secret.user().empty()) {
-                    args[argc++] = secret.user();
-                }
+                args[argc++] = secret.user().empty() ? str_view("default") : secret.user();
                 args[argc++] = secret.password();
             }
-        } else if (next_ == select) {
-            if (a.db != 0) {
-                args[argc++] = "SELECT";
-                args[argc++] = db.view();
-            }
-        } else if (next_ == setname) {
-            if (!speaks_resp3() && !o.client_name.empty()) {
-                args[argc++] = "CLIENT";
+            if (!o.client_name.empty()) {
                 args[argc++] = "SETNAME";
                 args[argc++] = o.client_name;
             }
-        } else if (next_ == info_replication) {
-            args[argc++] = "INFO";
-            args[argc++] = "replication";
-        } else if (next_ == info_memory) {
-            args[argc++] = "INFO";
-            args[argc++] = "memory";
-        } else if (next_ == info_server) {
-            args[argc++] = "INFO";
-            args[argc++] = "server";
-        } else if (next_ == tracking) {
-            if (speaks_resp3() && o.notify) {
-                args[argc++] = "CLIENT";
-                args[argc++] = "TRACKING";
-                args[argc++] = "ON";
-                args[argc++] = "OPTIN";   // only what an acquire reads: see notify.cpp
-                args[argc++] = "NOLOOP";  // not our own writes
-            }
         } else {
-            args[argc++] = "SCRIPT";
-            args[argc++] = "LOAD";
-            args[argc++] = lock_scripts_all[next_ - script]->text;
+            args[argc++] = "AUTH";
+            if (!secret.user().empty()) {
+                args[argc++] = secret.user();
+            }
+            args[argc++] = secret.password();
         }
-        if (argc == 0) {
-            continue;  // nothing to do for this one
-        }
-        const resp_encoded e = resp_encode_command(buf, capacity, args, argc);
-        if (e.error != resp_encode_errc::ok) {
-            return 0;  // no room now; it goes once the buffer drains
-        }
-        request = next_++;
-        ++replies_due_;
-        hello_hold_ = request == auth && speaks_resp3() && secret.present();
-        return e.size;
+        break;
+    case select:
+        args[argc++] = "SELECT";
+        args[argc++] = db.view();
+        break;
+    case setname:
+        args[argc++] = "CLIENT";
+        args[argc++] = "SETNAME";
+        args[argc++] = o.client_name;
+        break;
+    case config_memory:
+        args[argc++] = "CONFIG";
+        args[argc++] = "GET";
+        args[argc++] = "maxmemory*";
+        break;
+    case tracking:
+        args[argc++] = "CLIENT";
+        args[argc++] = "TRACKING";
+        args[argc++] = "ON";
+        args[argc++] = "OPTIN";   // only what an acquire reads: see notify.cpp
+        args[argc++] = "NOLOOP";  // not our own writes
+        break;
+    case info_memory:
+        args[argc++] = "INFO";
+        args[argc++] = "memory";
+        break;
+    case info_replication:
+        args[argc++] = "INFO";
+        args[argc++] = "replication";
+        break;
+    default:
+        args[argc++] = "INFO";
+        args[argc++] = "server";
+        break;
     }
-    if (replies_due_ == 0 && !hello_hold_) {
-        status_ = handshake_status::ready;  // every request was skipped
+    const resp_encoded e = resp_encode_command(buf, capacity, args, argc);
+    if (e.error != resp_encode_errc::ok) {
+        return 0;  // no room now; it goes once the buffer drains
     }
-    return 0;
+    todo_ = static_cast<std::uint16_t>(todo_ & ~bit(next));
+    tracking_asked_ = tracking_asked_ || next == tracking;
+    request = next;
+    ++replies_due_;
+    return e.size;
 }
 
 handshake_status handshake::fail(node_error why, const resp_node* nodes, std::size_t count,
@@ -199,30 +197,44 @@ handshake_status handshake::fail(node_error why, const resp_node* nodes, std::si
     return status_;
 }
 
+// No HELLO here (Redis before 6, a RESP2-only proxy): RESP2 it is. What HELLO
+// carried goes as RESP2 commands (AUTH, CLIENT SETNAME), and INFO says the
+// role and version. After a HELLO with a password, everything that followed
+// it was answered NOAUTH: passed over, and sent again after the AUTH.
+void handshake::fall_back(bool had_password) noexcept {
+    if (options_->resp3) {
+        resp2_ = true;
+    } else {
+        hello_refused_ = true;
+    }
+    std::uint16_t again = 0;
+    if (had_password) {
+        stale_ = replies_due_;
+        again = static_cast<std::uint16_t>(bit(auth) | bit(config_memory) |
+                                           (address_->db != 0 ? bit(select) : 0));
+    }
+    todo_ = static_cast<std::uint16_t>((todo_ & ~bit(tracking)) | again | bit(info_replication) |
+                                       bit(info_server) |
+                                       (options_->client_name.empty() ? 0 : bit(setname)));
+}
+
 handshake_status handshake::on_reply(std::uint8_t request, const resp_node* nodes,
                                      std::size_t count, detail::node_report& report) noexcept {
     if (status_ != handshake_status::pending || replies_due_ == 0) {
         return status_;
     }
     --replies_due_;
-    const bool error = count > 0 && nodes[0].is_error();
-    const bool held = request == auth && hello_hold_;
-    if (request == auth) {
-        hello_hold_ = false;
+    if (stale_ > 0) {
+        --stale_;  // answered NOAUTH before the AUTH that follows: sent again
+        return status_;
     }
-    if (error && request == auth && speaks_resp3() &&
+    const bool error = count > 0 && nodes[0].is_error();
+    if (error && request == auth && !hello_refused() &&
         (starts_with_icase(nodes[0].text, "NOPROTO") ||
          starts_with_icase(nodes[0].text, "ERR unknown command"))) {
-        // No HELLO here (Redis before 6, a RESP2-only proxy): RESP2 it is.
-        // What HELLO carried goes as RESP2 commands: AUTH (nothing was sent
-        // after a HELLO with a password) and CLIENT SETNAME.
-        resp2_ = true;
-        report.resp2 = true;
-        if (held) {
-            next_ = auth;
-        } else {
-            setname_late_ = !options_->client_name.empty();
-        }
+        const credentials secret(*address_, *options_);
+        fall_back(secret.present());
+        report.resp2 = resp2_;
         return status_;
     }
     if (error) {
@@ -242,55 +254,92 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
         if (request == select) {
             return fail(node_error::select_failed, nodes, count, report);
         }
-        // CLIENT SETNAME, INFO, CLIENT TRACKING and SCRIPT LOAD may be denied
-        // by an ACL. The scripts then go as EVAL on NOSCRIPT (or fail there,
-        // with the server's reason); without INFO nothing is known, and
-        // nothing said; without tracking, waiters poll.
+        if (request == config_memory) {
+            todo_ = static_cast<std::uint16_t>(todo_ | bit(info_memory));  // INFO may be allowed
+        }
+        if (doomed_ && request == info_replication) {
+            report.set_message("role:replica");
+            status_ = handshake_status::failed;
+            return status_;
+        }
+        // CLIENT SETNAME, CONFIG, INFO and CLIENT TRACKING may be denied by an
+        // ACL: without INFO nothing is known, and nothing said; without
+        // tracking, waiters poll.
+    } else if (request == auth && !hello_refused()) {
+        read_hello(nodes, count, report);
     } else if (request == tracking) {
         // The keys this connection reads are tracked. When HELLO, pipelined
         // ahead of it, was refused, the server has no way to tell a RESP2
         // connection: its subscription redirects the tracking later.
         report.tracking = speaks_resp3();
+    } else if (request == config_memory) {
+        const server_info info = parse_config_reply(nodes, count);
+        report.policy_size = static_cast<std::uint8_t>(
+            copy_text(report.policy, sizeof report.policy, info.maxmemory_policy));
+        report.warning = server_may_evict(info) ? node_warning::may_evict : node_warning::none;
     } else if (reply_optional(request)) {
-        // No text (an oversized reply that was skipped, or not a string):
-        // nothing is known.
-        const server_info info = parse_server_info(server_info_text(nodes, count));
-        // A Cluster's replica is kept: it answers a lock request with MOVED
-        // to its master, and it knows the slot map as well as any.
-        const bool cluster = address_ != nullptr && address_->seed_count > 0;
-        if (request == info_replication && info.role == server_role::replica && !cluster) {
-            report.message_size = 0;
-            if (!info.master_host.empty()) {
-                report.append_message("replica of ");
-                report.append_message(info.master_host);
-                if (!info.master_port.empty()) {
-                    report.append_message(":");
-                    report.append_message(info.master_port);
-                }
-            } else {
-                report.append_message("role:slave");
-            }
-            report.error = node_error::replica;
-            report.code = 0;
-            status_ = handshake_status::failed;
-            return status_;
-        }
-        if (request == info_memory) {
-            report.policy_size = static_cast<std::uint8_t>(
-                copy_text(report.policy, sizeof report.policy, info.maxmemory_policy));
-            report.warning = server_may_evict(info) ? node_warning::may_evict : node_warning::none;
-        }
-        if (request == info_server) {
-            report.version_size = static_cast<std::uint8_t>(
-                copy_text(report.version, sizeof report.version, info.redis_version));
-            report.set_nx_get = server_takes_set_nx_get(info);
-            report.tracks_keys = server_tracks_keys(info);
-        }
+        read_info(request, nodes, count, report);
     }
-    if (next_ == request_end && replies_due_ == 0 && !setname_late_) {
-        status_ = handshake_status::ready;
+    if (status_ == handshake_status::pending && todo_ == 0 && replies_due_ == 0) {
+        status_ = doomed_ ? handshake_status::failed : handshake_status::ready;
     }
     return status_;
+}
+
+// A replica fails the node (a Cluster's is kept: it answers a lock request
+// with MOVED to its master, and it knows the slot map as well as any).
+static void fail_replica(const server_info& info, detail::node_report& report) noexcept {
+    report.message_size = 0;
+    if (!info.master_host.empty()) {
+        report.append_message("replica of ");
+        report.append_message(info.master_host);
+        if (!info.master_port.empty()) {
+            report.append_message(":");
+            report.append_message(info.master_port);
+        }
+    } else {
+        report.append_message("role:replica");
+    }
+    report.error = node_error::replica;
+    report.code = 0;
+}
+
+void handshake::read_hello(const resp_node* nodes, std::size_t count,
+                           detail::node_report& report) noexcept {
+    const server_info info = parse_hello_reply(nodes, count);
+    report.version_size = static_cast<std::uint8_t>(
+        copy_text(report.version, sizeof report.version, info.redis_version));
+    report.set_nx_get = server_takes_set_nx_get(info);
+    report.tracks_keys = true;  // HELLO came with Redis 6, and so did tracking
+    const bool cluster = address_->seed_count > 0;
+    if (info.role == server_role::replica && !cluster) {
+        // HELLO does not say whose: INFO does, for the message. Lock requests
+        // that followed count for nothing from here.
+        fail_replica(info, report);
+        doomed_ = true;
+        todo_ = static_cast<std::uint16_t>(todo_ | bit(info_replication));
+    }
+}
+
+// INFO's text, where HELLO or CONFIG GET could not say (an oversized reply
+// that was skipped, or not a string: nothing is known).
+void handshake::read_info(std::uint8_t request, const resp_node* nodes, std::size_t count,
+                          detail::node_report& report) noexcept {
+    const server_info info = parse_server_info(server_info_text(nodes, count));
+    const bool cluster = address_->seed_count > 0;
+    if (request == info_replication && (doomed_ || info.role == server_role::replica) && !cluster) {
+        fail_replica(info, report);
+        status_ = handshake_status::failed;
+    } else if (request == info_memory) {
+        report.policy_size = static_cast<std::uint8_t>(
+            copy_text(report.policy, sizeof report.policy, info.maxmemory_policy));
+        report.warning = server_may_evict(info) ? node_warning::may_evict : node_warning::none;
+    } else if (request == info_server) {
+        report.version_size = static_cast<std::uint8_t>(
+            copy_text(report.version, sizeof report.version, info.redis_version));
+        report.set_nx_get = server_takes_set_nx_get(info);
+        report.tracks_keys = server_tracks_keys(info);
+    }
 }
 
 std::size_t subscription_setup(char* buf, std::size_t capacity, const node_address& address,

@@ -26,10 +26,41 @@ void note_lock_reply(connection& c, const resp_node* nodes, std::size_t count) {
 
 }  // namespace
 
+// A reply to a lock request that followed the set-up (pipeline.cpp), read
+// before the set-up is done: true when it goes to the machine as any other.
+// After a refused check it counts for nothing (as if the connection broke),
+// and what it took gets a cleanup, which goes behind it, here; a NOAUTH means the
+// HELLO that carried the password was unknown here, and the request goes
+// again once AUTH has gone.
+bool client_base::follow_setup(std::uint8_t n, const detail::in_flight& f, const resp_node* nodes,
+                               std::size_t count, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    const std::size_t i = count > 0 ? skip_attributes(nodes, count, 0) : 0;
+    const bool noauth = i < count && nodes[i].is_error() && starts_with(nodes[i].text, "NOAUTH");
+    if (c.setup.refused() && f.cleanup) {
+        // Its answer is the machine's; the node's reason stays the set-up's.
+        f.lock->machine_.on_reply(c.node, f.tag, nodes, count, now);
+    } else if (c.setup.refused()) {
+        f.lock->machine_.undo(c.node, f.tag, nodes, count, now);
+    } else if (noauth && !c.setup.refused()) {
+        f.lock->machine_.redirected(c.node, f.tag);
+    } else {
+        return true;
+    }
+    if (!c.fifo.empty() && c.fifo.front().lock == f.lock && c.fifo.front().follows) {
+        c.fifo.front().to = reply_to::discard;  // its WAIT means nothing now
+    }
+    pump_events(*f.lock, now);
+    return false;
+}
+
 void client_base::lock_reply(std::uint8_t n, const detail::in_flight& f, const resp_node* nodes,
                              std::size_t count, instant now) noexcept {
     detail::connection& c = conns_[n];
     const std::uint32_t generation = c.io.generation();
+    if (c.state == node_state::handshake && !f.follows && !follow_setup(n, f, nodes, count, now)) {
+        return;
+    }
     // Before the machine: a callback it triggers may ask node(n) why.
     note_lock_reply(c, nodes, count);
     if (c.address.seed_count > 0 && !f.follows &&

@@ -52,7 +52,53 @@ void progress(detail::connection& c, instant now, duration stall_timeout) {
     }
 }
 
+// Lock replies are still due on a connection whose set-up they followed.
+bool lock_replies_due(const detail::connection& c) {
+    for (std::size_t i = 0; i < c.fifo.size(); ++i) {
+        if (c.fifo[i].to == reply_to::lock) {
+            return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace
+
+// Lock requests may follow the set-up in one flight (handshake.hpp): on a
+// node of its own (a Sentinel's or a Cluster's first learns where to go),
+// once every set-up request is written. After a refused check, only
+// cleanups go: they undo what the requests before took.
+bool client_base::pipelines(std::uint8_t n) const noexcept {
+    const detail::connection& c = conns_[n];
+    return c.state == node_state::handshake && c.address.seed_count == 0 &&
+           c.address.sentinel_count == 0 && c.setup.sent_all() && c.io.is_open();
+}
+
+bool client_base::undoing(std::uint8_t n) const noexcept {
+    const detail::connection& c = conns_[n];
+    return c.state == node_state::handshake && c.setup.refused() && setup_owes(n);
+}
+
+// Lock requests went behind the set-up and are not answered yet, or (after a
+// refused check) a cleanup is still to go: the connection must not be left.
+bool client_base::setup_owes(std::uint8_t n) const noexcept {
+    const detail::connection& c = conns_[n];
+    if (c.state != node_state::handshake || !c.io.is_open()) {
+        return false;
+    }
+    if (lock_replies_due(c)) {
+        return true;
+    }
+    if (!c.setup.refused()) {
+        return false;
+    }
+    for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
+        if (serves(n, *l) && l->machine_.next_send(c.node) == lock::outgoing::cleanup) {
+            return true;  // to go out here before the connection closes
+        }
+    }
+    return false;
+}
 
 bool client_base::push_in_flight(std::uint8_t n, const detail::in_flight& f, instant now) noexcept {
     detail::connection& c = conns_[n];
@@ -92,7 +138,10 @@ void client_base::setup_reply(std::uint8_t n, std::uint32_t request, const resp_
         s = c.setup.on_reply(static_cast<std::uint8_t>(request), nodes, count, c.report);
     }
     if (s == handshake_status::failed) {
-        fail(n, c.report.error, 0, now);
+        if (!undoing(n)) {
+            fail(n, c.report.error, 0, now);
+        }
+        // else once the lock replies (and the cleanups behind) are in.
     } else if (s == handshake_status::ready && c.state == node_state::handshake) {
         c.state = node_state::ready;
         if (c.address.seed_count > 0 && n < node_count_) {
@@ -114,6 +163,9 @@ void client_base::transmit(std::uint8_t n, instant now) noexcept {
     for (unsigned guard = 0; guard < 1024 && c.io.is_open(); ++guard) {
         if (c.state == node_state::handshake && !c.where.asking()) {
             queue_setup(n, now);
+            if (pipelines(n)) {
+                queue_requests(n, now);
+            }
         } else if (c.state == node_state::ready && c.moving.leaving == failover_leave::no &&
                    c.moving.trip <= failover_trip::armed) {
             // (A Sentinel node leaving its master, or going back to the one
@@ -146,6 +198,8 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
         return;  // they go first, once there is room
     }
     const std::uint8_t node = c.node;
+    const bool ready = c.state == node_state::ready;
+    const bool cleanups_only = !ready && c.setup.refused();
     for (client_lock* l = locks_; l != nullptr; l = l->next_) {
         if (!serves(n, *l)) {
             continue;  // a Cluster node's lock whose slot is on another master
@@ -164,15 +218,21 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
                 break;
             }
             const bool cleanup = next == lock::outgoing::cleanup;
+            if (cleanups_only && !cleanup) {
+                break;
+            }
             const bool to_asked = cleanup && l->asked_[node] == n;
             const bool asking = to_asked || l->ask_[node] == n;
             // ASKING holds for the one command after it, and so does CLIENT
             // CACHING yes: a request sent by ASK goes without the latter
             // (untracked: its waiter polls), or ASKING would be spent on
             // CLIENT CACHING and the request answered MOVED back.
+            // Behind the set-up, before its replies: SET NX PX GET unless
+            // HELLO was refused (an older server's syntax error sends the
+            // script instead), told if CLIENT TRACKING went ahead.
             lock_node_caps caps;
-            caps.set_nx_get = c.report.set_nx_get;     // INFO server
-            caps.told = c.report.tracking && !asking;  // CLIENT TRACKING
+            caps.set_nx_get = ready ? c.report.set_nx_get : !c.setup.hello_refused();
+            caps.told = (ready ? c.report.tracking : c.setup.tracking_asked()) && !asking;
             l->machine_.set_node_caps(node, caps);
             // A request may take four entries: ASKING ahead of one a Cluster
             // node sent here, CLIENT CACHING ahead of an acquire on a told
@@ -225,7 +285,9 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             f.lock = l;
             f.tag = t.tag;
             f.to = reply_to::lock;
+            f.cleanup = cleanup;
             push_in_flight(n, f, now);
+            f.cleanup = false;
             if (t.following > 0) {
                 f.tag = t.following_tag;  // WAIT: the machine reads its count
                 f.follows = true;
@@ -319,6 +381,10 @@ void client_base::reply_reader::on_message(const stream_message& m) noexcept {
         }
         self.lock_reply(n, f, m.nodes, m.count, now);
         break;
+    }
+    if (c.state == node_state::handshake && c.setup.status() == handshake_status::failed &&
+        !self.undoing(n)) {
+        self.fail(n, c.report.error, 0, now);  // what followed the set-up is undone
     }
 }
 

@@ -131,6 +131,17 @@ bool client_base::all_settled() const noexcept {
     return true;
 }
 
+// Operations may start: every node is settled, or has its set-up written in
+// full (the lock requests go behind it, pipeline.cpp).
+bool client_base::all_startable() const noexcept {
+    for (std::uint8_t n = 0; n < conn_count_; ++n) {
+        if (!node_settled(n) && !(pipelines(n) && !conns_[n].setup.refused())) {
+            return false;
+        }
+    }
+    return true;
+}
+
 std::uint8_t client_base::ready_count() const noexcept {
     std::uint8_t ready = 0;
     for (std::uint8_t n = 0; n < node_count_; ++n) {
@@ -280,7 +291,7 @@ void client_base::service(instant now) noexcept {
         // have waited a node_timeout for one: a node stuck in set-up (a frozen
         // server completes the TCP handshake) then counts as a "no" like any
         // node that does not answer in time, instead of holding up the round.
-        const bool settled = all_settled();
+        const bool settled = all_startable();
         for (client_lock* l = locks_; l != nullptr; l = l->next_) {
             if (l->queued_ != client_lock::op::none &&
                 (settled || l->timers_.expired(client_lock::timer::begin_by, now))) {

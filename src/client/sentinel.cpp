@@ -1,6 +1,6 @@
 // Sentinel-managed masters: a redis-sentinel:// node's connection first goes
 // to a sentinel and asks SENTINEL get-master-addr-by-name, then to the master
-// it names, where the set-up runs as for any node (its INFO replication
+// it names, where the set-up runs as for any node (its HELLO's role
 // confirms a master: a node that turned replica fails with `replica`). Every
 // connect asks again, so a failover is followed by the next reconnect: after
 // a disconnect, a failed set-up, or a READONLY answer to a lock request (the

@@ -27,17 +27,9 @@ bool parse_decimal(str_view s, std::uint64_t& out) {
     return true;
 }
 
-// One "name:value" line into `info`, when it is a field we read.
-void read_field(str_view line, server_info& info) {
-    std::size_t colon = 0;
-    while (colon < line.size && line[colon] != ':') {
-        ++colon;
-    }
-    if (colon == line.size) {
-        return;  // a section header, or not a field
-    }
-    const str_view name(line.data, colon);
-    const str_view value(line.data + colon + 1, line.size - colon - 1);
+// One field into `info`, when it is one we read. INFO names them with '_'
+// (maxmemory_policy), CONFIG and HELLO with '-' or alone ("version").
+void read_value(str_view name, str_view value, server_info& info) {
     if (name == "role") {
         if (value == "master") {
             info.role = server_role::master;
@@ -54,11 +46,59 @@ void read_field(str_view line, server_info& info) {
         std::uint64_t v = 0;
         info.has_maxmemory = parse_decimal(value, v);
         info.maxmemory = info.has_maxmemory ? v : 0;
-    } else if (name == "maxmemory_policy") {
+    } else if (name == "maxmemory_policy" || name == "maxmemory-policy") {
         info.maxmemory_policy = value;
-    } else if (name == "redis_version") {
+    } else if (name == "redis_version" || name == "version") {
         info.redis_version = value;
     }
+}
+
+// One "name:value" line of INFO text into `info`.
+void read_field(str_view line, server_info& info) {
+    std::size_t colon = 0;
+    while (colon < line.size && line[colon] != ':') {
+        ++colon;
+    }
+    if (colon == line.size) {
+        return;  // a section header, or not a field
+    }
+    read_value(str_view(line.data, colon), str_view(line.data + colon + 1, line.size - colon - 1),
+               info);
+}
+
+// The name/value pairs of a map, or of an array of even length, each a
+// string; anything else (an error, a nested value) is skipped.
+server_info read_pairs(const resp_node* nodes, std::size_t count, bool hello) {
+    server_info info;
+    if (nodes == nullptr || count == 0) {
+        return info;
+    }
+    const std::size_t top = skip_attributes(nodes, count, 0);
+    if (top >= count ||
+        (nodes[top].type != resp_type::map && nodes[top].type != resp_type::array)) {
+        return info;
+    }
+    const std::size_t end = nodes[top].end < count ? nodes[top].end : count;
+    std::size_t i = top + 1;
+    while (i < end) {
+        const std::size_t name = i;
+        const std::size_t value = nodes[name].end;
+        if (value >= end) {
+            break;
+        }
+        i = nodes[value].end;
+        if (!nodes[name].has_text() || !nodes[value].has_text() || nodes[name].is_error() ||
+            nodes[value].is_error()) {
+            continue;
+        }
+        const str_view n = nodes[name].text;
+        // HELLO names the version "version" and says nothing of memory;
+        // CONFIG has no "role" or "version".
+        if (hello ? (n == "role" || n == "version") : (n != "role" && n != "version")) {
+            read_value(n, nodes[value].text, info);
+        }
+    }
+    return info;
 }
 
 // redis_version's major number; 0 when it is missing or not a version.
@@ -107,6 +147,14 @@ bool server_takes_set_nx_get(const server_info& info) noexcept {
 
 bool server_tracks_keys(const server_info& info) noexcept {
     return major_version(info) >= 6;
+}
+
+server_info parse_hello_reply(const resp_node* nodes, std::size_t count) noexcept {
+    return read_pairs(nodes, count, true);
+}
+
+server_info parse_config_reply(const resp_node* nodes, std::size_t count) noexcept {
+    return read_pairs(nodes, count, false);
 }
 
 str_view server_info_text(const resp_node* nodes, std::size_t count) noexcept {

@@ -66,6 +66,17 @@ lock_errc lock::set_node_caps(std::uint8_t node, lock_node_caps caps) noexcept {
     return lock_errc::ok;
 }
 
+lock_errc lock::send_as_eval(std::uint8_t node) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (node >= node_count_) {
+        return lock_errc::bad_node;
+    }
+    slots_[node].flags = static_cast<std::uint16_t>(slots_[node].flags | slot_eval);
+    return lock_errc::ok;
+}
+
 lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
     if (state_ == lock_state::unconfigured) {
         return lock_errc::not_configured;
@@ -330,6 +341,43 @@ lock_errc lock::on_disconnected(std::uint8_t node, instant now) noexcept {
         decide(now);
     }
     return lock_errc::ok;
+}
+
+lock_errc lock::undo(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
+                     std::size_t count, instant now) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (node >= node_count_) {
+        return lock_errc::bad_node;
+    }
+    const detail::lock_reply r = detail::read_lock_reply(nodes, count);
+    const std::uint32_t kind_bits = tag & ((1U << tag_kind_bits) - 1);
+    const bool via_set = kind_bits == tag_set_acquire;
+    const bool pair_yes = r.shape == detail::reply_shape::pair && r.first == 1;
+    bool took = false;
+    if (via_set) {
+        char hex[owner_token::hex_size];
+        token_.to_hex(hex);
+        took = r.shape == detail::reply_shape::nil || r.shape == detail::reply_shape::status ||
+               (r.shape == detail::reply_shape::text && r.text == str_view(hex, sizeof hex));
+    } else if (kind_bits == static_cast<std::uint32_t>(req::acquire)) {
+        took = pair_yes;
+    } else if (kind_bits == static_cast<std::uint32_t>(req::renew)) {
+        // A renew takes nothing new, unless it re-created the key
+        // (renew_resurrects) or extended a key of ours that should not be there.
+        took = options_.mode != lock_mode::reentrant &&
+               (pair_yes || (r.shape == detail::reply_shape::integer && r.first == 1));
+    }
+    // First as a broken connection (a reentrant decrement pending here is
+    // dropped there), then the cleanup of what this request took.
+    const lock_errc e = on_disconnected(node, now);
+    if (took) {
+        slot& s = slots_[node];
+        cleanup_token_ = token_;
+        s.flags = static_cast<std::uint16_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
+    }
+    return e;
 }
 
 lock_errc lock::redirected(std::uint8_t node, std::uint32_t tag) noexcept {

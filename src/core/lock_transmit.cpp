@@ -38,7 +38,12 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     if (kind == req::none) {
         return out;
     }
-    const bool eval = cleanup || (s.flags & slot_eval) != 0;
+    // EVALSHA first (a server's script cache serves every client after the
+    // first), except where a NOSCRIPT cannot be afforded: a cleanup (a resend
+    // could land behind a newer request), and a request WAIT follows (WAIT
+    // would block for replica_timeout behind the NOSCRIPT, and the resend's
+    // own WAIT then come too late for the round).
+    const bool eval = cleanup || (s.flags & slot_eval) != 0 || options_.min_replicas > 0;
     const owner_token& tok = cleanup ? cleanup_token_ : token_;
 
     char fence_key[lock_key_capacity];

@@ -1,8 +1,9 @@
 // A connection's set-up through the real driver, failing at each step: the
 // node reports why (node(i)), and a node whose set-up failed gets no lock
 // request while the others carry the lock. Steps an ACL may deny without
-// harm (CLIENT SETNAME, INFO, SCRIPT LOAD) leave the node in use, and an
-// evicting policy is a warning, not a failure.
+// harm (CLIENT SETNAME, CONFIG, INFO) leave the node in use, and an
+// evicting policy is a warning, not a failure. (tests/driver/
+// test_client_setup_pipeline.cpp: lock requests behind the set-up.)
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -54,18 +55,25 @@ const setup_case cases[] = {
     {"no password for a server that wants one",
      [](sim::net& n, edgelock::client_options&) { n.node(1).password = "right"; }, "", "",
      node_error::auth_failed, "NOAUTH", false},
-    {"AUTH to a server without a password",
-     [](sim::net& n, edgelock::client_options& o) {
-         o.resp3 = false;  // HELLO's AUTH to a nopass user is accepted
-         with_password(n, o);
-         n.node(1).password.clear();
-     },
-     ":right", "", node_error::auth_failed, "ERR AUTH", false},
-    {"AUTH refused while the server loads its data",
+    {"HELLO's AUTH to a server without a password: the default user takes any",
      [](sim::net& n, edgelock::client_options& o) {
          o.resp3 = false;
          with_password(n, o);
-         n.node(1).refusals["AUTH"] = "LOADING Redis is loading the dataset in memory";
+         n.node(1).password.clear();
+     },
+     ":right", "", node_error::none, "", true, node_warning::none, "noeviction"},
+    {"AUTH to a server without HELLO and without a password",
+     [](sim::net& n, edgelock::client_options& o) {
+         with_password(n, o);
+         n.node(1).password.clear();
+         n.node(1).speaks_resp3 = false;
+     },
+     ":right", "", node_error::auth_failed, "ERR AUTH", false},
+    {"HELLO refused while the server loads its data",
+     [](sim::net& n, edgelock::client_options& o) {
+         o.resp3 = false;
+         with_password(n, o);
+         n.node(1).refusals["HELLO"] = "LOADING Redis is loading the dataset in memory";
      },
      ":right", "", node_error::setup_failed, "LOADING", false},
     {"HELLO 3 to a server before RESP3: RESP2 instead",
@@ -92,10 +100,10 @@ const setup_case cases[] = {
      ":right", "", node_error::auth_failed, "WRONGPASS", false},
     {"SELECT of a database the server does not have", [](sim::net&, edgelock::client_options&) {},
      "", "/99", node_error::select_failed, "ERR DB index is out of range", false},
-    {"INFO replication: a replica",
+    {"HELLO's role: a replica, INFO says whose",
      [](sim::net& n, edgelock::client_options&) { n.node(1).replica = true; }, "", "",
      node_error::replica, "replica of 10.0.0.99:6379", false},
-    {"INFO replication over RESP3: a replica",
+    {"HELLO 3's role: a replica",
      [](sim::net& n, edgelock::client_options& o) {
          o.resp3 = true;
          n.node(1).replica = true;
@@ -104,10 +112,16 @@ const setup_case cases[] = {
     {"CLIENT SETNAME denied",
      [](sim::net& n, edgelock::client_options&) { n.node(1).refusals["CLIENT SETNAME"] = noperm; },
      "", "", node_error::none, "", true, node_warning::none, "noeviction"},
-    {"INFO denied",
-     [](sim::net& n, edgelock::client_options&) { n.node(1).refusals["INFO"] = noperm; }, "", "",
-     node_error::none, "", true, node_warning::none, ""},
-    {"INFO memory: an evicting policy",
+    {"CONFIG denied: INFO memory says",
+     [](sim::net& n, edgelock::client_options&) { n.node(1).refusals["CONFIG"] = noperm; }, "", "",
+     node_error::none, "", true, node_warning::none, "noeviction"},
+    {"CONFIG and INFO denied",
+     [](sim::net& n, edgelock::client_options&) {
+         n.node(1).refusals["CONFIG"] = noperm;
+         n.node(1).refusals["INFO"] = noperm;
+     },
+     "", "", node_error::none, "", true, node_warning::none, ""},
+    {"CONFIG GET: an evicting policy",
      [](sim::net& n, edgelock::client_options&) {
          n.node(1).maxmemory = 1 << 30;
          n.node(1).maxmemory_policy = "allkeys-lru";
@@ -115,14 +129,12 @@ const setup_case cases[] = {
      "", "", node_error::none, "", true, node_warning::may_evict, "allkeys-lru"},
     {"INFO longer than the receive buffer",
      [](sim::net& n, edgelock::client_options&) {
+         n.node(1).refusals["CONFIG"] = noperm;
          n.node(1).info_padding = 3 * EDGELOCK_CLIENT_RX_BUFFER;
          n.node(1).maxmemory = 1 << 30;
          n.node(1).maxmemory_policy = "allkeys-lru";
      },
      "", "", node_error::none, "", true, node_warning::none, ""},
-    {"SCRIPT LOAD denied",
-     [](sim::net& n, edgelock::client_options&) { n.node(1).refusals["SCRIPT LOAD"] = noperm; }, "",
-     "", node_error::none, "", true, node_warning::none, "noeviction"},
     {"connection refused", [](sim::net& n, edgelock::client_options&) { n.crash(1); }, "", "",
      node_error::refused, "", false},
     {"a connect that never completes",
@@ -198,11 +210,10 @@ TEST_CASE("a set-up failing at each step is reported and keeps the node out of t
     }
 }
 
-TEST_CASE("a denied SCRIPT LOAD sends the scripts by EVAL after NOSCRIPT",
+TEST_CASE("scripts go as EVALSHA; a NOSCRIPT sends the EVAL that fills the cache",
           "[client][sim][handshake]") {
     sim::net n(502);
     n.add_nodes(1);
-    n.node(0).refusals["SCRIPT LOAD"] = noperm;
     n.node(0).version = "6.2.14";  // the acquire is a script too
     node_urls urls(n);
     edgelock::client<1> c;

@@ -30,6 +30,8 @@ TEST_CASE("a full pipeline holds the other requests back and loses none", "[clie
     edgelock::client<1> c;
     edgelock_test::configure(c, urls);
     REQUIRE(c.connect(n.now() + duration::seconds(1)) == 1);  // set-up out of the way
+    // The scripts cached (as after an earlier run), so no NOSCRIPT doubles a request.
+    n.node(0).cache_scripts();
     sim::event_loop loop(n);
     loop.add(c);
     event_log log;
@@ -95,8 +97,9 @@ std::string run_scenario(bool resp3, sim::split how, std::size_t offset,
         n.faults(i).latency_min_us = n.faults(i).latency_max_us = round_trip[i];
         n.node(i).password = "pw";
     }
-    n.node(1).refusals["SCRIPT LOAD"] = "NOPERM no permissions to run the 'script|load' command";
-    n.node(2).info_padding = 240;
+    n.node(1).refusals["CONFIG"] = "NOPERM no permissions to run the 'config|get' command";
+    n.node(2).refusals["CONFIG"] = "NOPERM no permissions to run the 'config|get' command";
+    n.node(2).info_padding = 240;  // INFO memory asked instead, and long
     node_urls urls(n, 3, ":pw");
     edgelock::client<3> c;
     edgelock::client_options co;

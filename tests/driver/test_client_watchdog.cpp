@@ -43,6 +43,7 @@ struct fixture {
         n.add_nodes(3);
         for (int i = 0; i < 3; ++i) {
             n.faults(i).latency_min_us = n.faults(i).latency_max_us = 2000;
+            n.node(i).cache_scripts();  // one renew request per renew, no NOSCRIPT
         }
         n.on_command = [this](int, std::uint64_t, const std::vector<std::string>& argv) {
             if (is_renew(argv)) {

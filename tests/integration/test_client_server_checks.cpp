@@ -73,6 +73,9 @@ TEST_CASE("client server checks: a replica fails its node at set-up", "[integrat
     REQUIRE(l.attach(c, name, options(5000, 500), no_watchdog()) == client_errc::ok);
 
     const op_result r = l.try_acquire();
+    // HELLO said "replica" before the acquire's reply; INFO, asked then,
+    // says whose, and the connection closes once that is in.
+    REQUIRE(c.settle(port::now() + duration::seconds(2)) == client_errc::ok);
     const node_info n = c.node(0);
     INFO(what(r) << "; node: " << what(n));
     REQUIRE(r.error == client_errc::ok);
@@ -196,11 +199,40 @@ TEST_CASE("client server checks: the warning is read again on every connection",
     CHECK(str(c.node(0).maxmemory_policy) == "volatile-ttl");
 }
 
-TEST_CASE("client server checks: a user that may not run INFO locks without a warning",
+TEST_CASE("client server checks: a writable replica's key, taken behind the set-up, is deleted",
           "[integration][client]") {
-    // An evicting policy the client cannot see: no INFO, no warning, no failure.
+    redis_server master;
+    redis_server replica(
+        {"--replicaof", "127.0.0.1", std::to_string(master.port()), "--replica-read-only", "no"});
+    const char* name = "checks-writable-replica";
+    const url_list urls({redis_url(replica)});
+    client_options co;
+    co.reconnect_min = duration::seconds(5);  // one connection: the one that took the key
+    co.reconnect_max = duration::seconds(5);
+    client<1> c;
+    configure(c, urls, co);
+    client_lock l;
+    REQUIRE(l.attach(c, name, options(5000, 500), no_watchdog()) == client_errc::ok);
+    const op_result r = l.try_acquire();
+    INFO(what(r));
+    CHECK(r.event.kind == lock_event_kind::failed);
+    REQUIRE(c.settle(port::now() + duration::seconds(2)) == client_errc::ok);
+    CHECK(c.node(0).error == node_error::replica);
+    redis_client on_replica(replica.port());
+    CHECK(on_replica.command({"EXISTS", key_of(name)}).integer == 0);
+    // It ran there, and its cleanup after it.
+    CHECK(edgelock_test::command_calls(on_replica, "set") == 1);
+    CHECK(edgelock_test::command_calls(on_replica, "eval") >= 1);
+}
+
+TEST_CASE(
+    "client server checks: a user that may run neither CONFIG nor INFO locks without a "
+    "warning",
+    "[integration][client]") {
+    // An evicting policy the client cannot see: no CONFIG, no INFO, no
+    // warning, no failure.
     redis_server srv({"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru", "--user",
-                      "locker", "on", ">pw", "~*", "&*", "+@all", "-info"});
+                      "locker", "on", ">pw", "~*", "&*", "+@all", "-info", "-config"});
     {
         redis_client admin(srv.port());
         REQUIRE(admin.command({"AUTH", "locker", "pw"}).text == "OK");
@@ -219,6 +251,8 @@ TEST_CASE("client server checks: a user that may not run INFO locks without a wa
         client_lock l;
         REQUIRE(l.attach(c, "checks-noinfo", options(5000, 500), no_watchdog()) == client_errc::ok);
         must_acquire(l);
+        // CONFIG GET's refusal asked INFO memory, behind the acquire.
+        REQUIRE(c.run_for(duration::millis(50)) == client_errc::ok);
         const node_info n = c.node(0);
         INFO(what(n));
         CHECK(n.state == node_state::ready);

@@ -1,7 +1,8 @@
 // A simulated Redis node: keyspaces with expiry on virtual time (sim/keyspace.hpp),
 // the lock scripts (sim/redis_scripts.hpp), a script cache, and what a
 // client's connection set-up talks to: AUTH, HELLO, SELECT, CLIENT SETNAME,
-// INFO and SCRIPT LOAD, each answering per connection (a session).
+// CONFIG GET maxmemory*, INFO and SCRIPT LOAD, each answering per connection
+// (a session).
 //
 // A node can be made to refuse any command with an error of the test's choice
 // (an ACL denial, LOADING, a wrong password...), to be a replica, or to run
@@ -14,7 +15,8 @@
 // Its clients (sim/client_table.hpp): CLIENT ID, SUBSCRIBE and, when
 // `tracking` is set, CLIENT TRACKING and CLIENT CACHING, with invalidations
 // pushed or published as Redis 7 does; unset, tracking is refused as by an
-// ACL and waiters must poll. A replica refuses writes with READONLY. A
+// ACL and waiters must poll. A replica refuses writes with READONLY (unless
+// it is made writable, as replica-read-only no does). A
 // Sentinel or a Cluster (sim/sentinel.hpp, sim/slot_cluster.hpp) takes
 // commands first through `intercept`.
 //
@@ -48,6 +50,7 @@ public:
     // together they are a syntax error, as on a real 6.2.
     std::string version = "7.0.15";
     bool replica = false;             // INFO replication says role:slave; writes answer READONLY
+    bool replica_writable = false;    // a replica that takes writes (replica-read-only no)
     bool tracking = false;            // CLIENT TRACKING accepted; false: refused (NOPERM)
     std::string mode = "standalone";  // INFO server's redis_mode, HELLO's mode
     std::string master_host = "10.0.0.99";
@@ -81,6 +84,13 @@ public:
         if (!keep_data) {
             data.clear();
             other_dbs.clear();
+        }
+    }
+
+    // The script cache as an earlier client's EVALs left it: every lock script.
+    void cache_scripts() {
+        for (unsigned i = 0; i < edgelock::lock_scripts_count; ++i) {
+            script_cache.insert(to_std(edgelock::lock_scripts_all[i]->sha1));
         }
     }
 
@@ -276,6 +286,16 @@ private:
         return resp_text(text, protocol);
     }
 
+    // CONFIG GET of the memory settings, the one pattern the driver asks.
+    std::string config_get(const std::string& pattern, int protocol) const {
+        if (pattern != "maxmemory*") {
+            throw redis_error("ERR the simulator knows only CONFIG GET maxmemory*");
+        }
+        const std::string pairs = resp_bulk("maxmemory") + resp_bulk(std::to_string(maxmemory)) +
+                                  resp_bulk("maxmemory-policy") + resp_bulk(maxmemory_policy);
+        return (protocol == 3 ? "%2\r\n" : "*4\r\n") + pairs;
+    }
+
     std::string hello(session& s, const std::vector<std::string>& argv) {
         if (!speaks_resp3) {
             throw redis_error("ERR unknown command 'HELLO', with args beginning with: ");
@@ -314,7 +334,7 @@ private:
         s.authenticated = authenticated;
         s.name = name;
         const std::string fields = resp_bulk("server") + resp_bulk("redis") + resp_bulk("version") +
-                                   resp_bulk("7.2.4") + resp_bulk("proto") + resp_int(protocol) +
+                                   resp_bulk(version) + resp_bulk("proto") + resp_int(protocol) +
                                    resp_bulk("id") + resp_int(static_cast<std::int64_t>(s.id)) +
                                    resp_bulk("mode") + resp_bulk(mode) + resp_bulk("role") +
                                    resp_bulk(replica ? "replica" : "master") +
@@ -395,7 +415,7 @@ private:
                 return reply;
             }
         }
-        if (replica && writes(cmd)) {
+        if (replica && !replica_writable && writes(cmd)) {
             throw redis_error("READONLY You can't write against a read only replica.");
         }
         keyspace& ks = db(s.db);
@@ -423,6 +443,9 @@ private:
         if (sub == "CLIENT SETNAME" && argv.size() == 3) {
             s.name = argv[2];
             return resp_ok();
+        }
+        if (sub == "CONFIG GET" && argv.size() == 3) {
+            return config_get(argv[2], s.protocol);
         }
         if (cmd == "INFO" && argv.size() <= 2) {
             return info(argv.size() == 2 ? argv[1] : std::string(), s.protocol);

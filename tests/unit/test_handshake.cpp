@@ -9,7 +9,6 @@
 
 #include "edgelock/client.hpp"
 #include "edgelock/detail/handshake.hpp"
-#include "edgelock/lock_scripts.hpp"
 #include "edgelock/resp_decoder.hpp"
 
 using edgelock::client_options;
@@ -60,13 +59,36 @@ std::string bulk(const std::string& s) {
     return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
 }
 
+// HELLO's reply: a RESP3 map (HELLO 3) or a RESP2 array of pairs (HELLO 2).
+std::string hello_reply(const std::string& role = "master", const std::string& version = "7.0.15",
+                        bool resp3 = true) {
+    const std::string pairs = bulk("server") + bulk("redis") + bulk("version") + bulk(version) +
+                              bulk("proto") + (resp3 ? ":3\r\n" : ":2\r\n") + bulk("id") +
+                              ":7\r\n" + bulk("mode") + bulk("standalone") + bulk("role") +
+                              bulk(role) + bulk("modules") + "*0\r\n";
+    return (resp3 ? "%7\r\n" : "*14\r\n") + pairs;
+}
+
+std::string config_reply(const std::string& maxmemory, const std::string& policy) {
+    return "*6\r\n" + bulk("maxmemory") + bulk(maxmemory) + bulk("maxmemory-policy") +
+           bulk(policy) + bulk("maxmemory-samples") + bulk("5");
+}
+
 const std::string master_info = bulk("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
 const std::string memory_info = bulk("# Memory\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n");
 const std::string server_info =
     bulk("# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n");
+const std::string no_hello = "-ERR unknown command 'HELLO', with args beginning with: '3' \r\n";
 
 // The good reply to each request.
 std::string good_reply(const request& q) {
+    if (q.id == handshake::auth) {
+        return q.args.at(0) == "HELLO" ? hello_reply("master", "7.0.15", q.args.at(1) == "3")
+                                       : "+OK\r\n";
+    }
+    if (q.id == handshake::config_memory) {
+        return config_reply("0", "noeviction");
+    }
     if (q.id == handshake::info_replication) {
         return master_info;
     }
@@ -76,11 +98,19 @@ std::string good_reply(const request& q) {
     if (q.id == handshake::info_server) {
         return server_info;
     }
-    if (q.id >= handshake::script) {
-        return bulk(
-            std::string(edgelock::lock_scripts_all[q.id - handshake::script]->sha1.data, 40));
-    }
     return "+OK\r\n";
+}
+
+// Answers every request with its good reply, or with `replace`'s where the
+// request is `id`; returns the last status.
+handshake_status answer_all(handshake& h, const std::vector<request>& sent,
+                            edgelock::detail::node_report& report, std::uint8_t id = 0xff,
+                            const std::string& replace = std::string()) {
+    handshake_status s = handshake_status::pending;
+    for (const request& q : sent) {
+        s = reply(h, q.id, q.id == id ? replace : good_reply(q), report);
+    }
+    return s;
 }
 
 node_address parse(const char* url) {
@@ -99,98 +129,111 @@ std::string joined(const request& q) {
 
 }  // namespace
 
-TEST_CASE("handshake: RESP2 without a password sends SETNAME, INFO and the scripts",
+TEST_CASE("handshake: one flight of HELLO, CONFIG GET and CLIENT TRACKING, no script",
           "[handshake]") {
     const node_address a = parse("redis://10.0.0.1:6379");
     client_options o;
-    o.resp3 = false;
-    handshake h;
-    h.start(a, o);
-    const std::vector<request> sent = drain(h);
-    REQUIRE(sent.size() == 4 + edgelock::lock_scripts_count);
-    CHECK(joined(sent[0]) == "CLIENT SETNAME edgelock");
-    CHECK(joined(sent[1]) == "INFO replication");
-    CHECK(joined(sent[2]) == "INFO memory");
-    CHECK(joined(sent[3]) == "INFO server");
-    for (unsigned i = 0; i < edgelock::lock_scripts_count; ++i) {
-        CHECK(sent[4 + i].args.at(0) == "SCRIPT");
-        CHECK(sent[4 + i].id == handshake::script + i);
+    SECTION("RESP3") {
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        REQUIRE(sent.size() == 3);
+        CHECK(joined(sent[0]) == "HELLO 3 SETNAME edgelock");
+        CHECK(joined(sent[1]) == "CONFIG GET maxmemory*");
+        CHECK(joined(sent[2]) == "CLIENT TRACKING ON OPTIN NOLOOP");
+        // Lock requests may follow before any reply, told and by SET NX GET.
+        CHECK(h.sent_all());
+        CHECK_FALSE(h.refused());
+        CHECK(h.tracking_asked());
+        CHECK_FALSE(h.hello_refused());
+        edgelock::detail::node_report report;
+        for (std::size_t i = 0; i < sent.size(); ++i) {
+            const handshake_status s = reply(h, sent[i].id, good_reply(sent[i]), report);
+            CHECK(s ==
+                  (i + 1 == sent.size() ? handshake_status::ready : handshake_status::pending));
+        }
+        CHECK(report.error == node_error::none);
+        CHECK(report.warning == node_warning::none);
+        CHECK(std::string(report.policy, report.policy_size) == "noeviction");
+        CHECK(std::string(report.version, report.version_size) == "7.0.15");
+        CHECK(report.set_nx_get);
+        CHECK(report.tracking);
+        CHECK(report.tracks_keys);
+        CHECK_FALSE(report.resp2);
     }
-    edgelock::detail::node_report report;
-    for (std::size_t i = 0; i < sent.size(); ++i) {
-        const handshake_status s = reply(h, sent[i].id, good_reply(sent[i]), report);
-        CHECK(s == (i + 1 == sent.size() ? handshake_status::ready : handshake_status::pending));
+    SECTION("RESP2: HELLO 2, no tracking on this connection") {
+        o.resp3 = false;
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        REQUIRE(sent.size() == 2);
+        CHECK(joined(sent[0]) == "HELLO 2 SETNAME edgelock");
+        CHECK(joined(sent[1]) == "CONFIG GET maxmemory*");
+        CHECK_FALSE(h.tracking_asked());
+        edgelock::detail::node_report report;
+        CHECK(answer_all(h, sent, report) == handshake_status::ready);
+        CHECK(std::string(report.version, report.version_size) == "7.0.15");
+        CHECK(report.set_nx_get);
+        CHECK(report.tracks_keys);
+        CHECK_FALSE(report.tracking);
     }
-    CHECK(report.error == node_error::none);
-    CHECK(report.warning == node_warning::none);
-    CHECK(std::string(report.policy, report.policy_size) == "noeviction");
-    CHECK(std::string(report.version, report.version_size) == "7.0.15");
-    CHECK(report.set_nx_get);
 }
 
-TEST_CASE("handshake: credentials, database and RESP3 shape the first requests", "[handshake]") {
-    SECTION("AUTH with the URL's user and escaped password, then SELECT") {
+TEST_CASE("handshake: credentials and database shape the first requests", "[handshake]") {
+    SECTION("HELLO AUTH with the URL's user and escaped password, then SELECT") {
         const node_address a = parse("redis://app:p%40ss@10.0.0.1/3");
         client_options o;
         o.resp3 = false;
         handshake h;
         h.start(a, o);
         const std::vector<request> sent = drain(h);
-        CHECK(joined(sent.at(0)) == "AUTH app p@ss");
+        CHECK(joined(sent.at(0)) == "HELLO 2 AUTH app p@ss SETNAME edgelock");
         CHECK(joined(sent.at(1)) == "SELECT 3");
         CHECK(sent.at(1).id == handshake::select);
     }
     SECTION("the options' password wins over the URL's") {
         const node_address a = parse("redis://:old@10.0.0.1");
         client_options o;
-        o.resp3 = false;
         o.password = "new";
         o.client_name = "";
         handshake h;
         h.start(a, o);
         const std::vector<request> sent = drain(h);
-        CHECK(joined(sent.at(0)) == "AUTH new");
-        CHECK(joined(sent.at(1)) == "INFO replication");  // no SETNAME asked for
+        CHECK(joined(sent.at(0)) == "HELLO 3 AUTH default new");  // no SETNAME asked for
     }
-    SECTION("RESP3: one HELLO carries AUTH and SETNAME") {
+    SECTION("a password holds nothing back: the rest follows in the same flight") {
         const node_address a = parse("redis://:pw@10.0.0.1");
         client_options o;
-        o.resp3 = true;
         handshake h;
         h.start(a, o);
         const std::vector<request> sent = drain(h);
+        REQUIRE(sent.size() == 3);
         CHECK(joined(sent.at(0)) == "HELLO 3 AUTH default pw SETNAME edgelock");
-        CHECK(sent.size() == 1);  // the rest waits for its answer (see the RESP2 case)
+        CHECK(h.sent_all());
     }
 }
 
 TEST_CASE("handshake: a refusal at each step fails the node with its reason", "[handshake]") {
     struct step_case {
         const char* url;
-        bool resp3;
         std::uint8_t fails;
         const char* error_reply;
         node_error expected;
     };
     const step_case cases[] = {
-        {"redis://:pw@h", false, handshake::auth, "-WRONGPASS invalid username-password pair\r\n",
+        {"redis://:pw@h", handshake::auth, "-WRONGPASS invalid username-password pair\r\n",
          node_error::auth_failed},
-        {"redis://:pw@h", false, handshake::auth, "-ERR AUTH <password> called without any\r\n",
-         node_error::auth_failed},
-        {"redis://:pw@h", false, handshake::auth, "-LOADING Redis is loading\r\n",
+        {"redis://:pw@h", handshake::auth, "-LOADING Redis is loading\r\n",
          node_error::setup_failed},
-        {"redis://h/7", false, handshake::select, "-ERR DB index is out of range\r\n",
+        {"redis://h/7", handshake::select, "-ERR DB index is out of range\r\n",
          node_error::select_failed},
-        {"redis://h", false, handshake::setname, "-NOAUTH Authentication required.\r\n",
-         node_error::auth_failed},
-        {"redis://h", false, handshake::info_replication, "-NOAUTH Authentication required.\r\n",
+        {"redis://h", handshake::config_memory, "-NOAUTH Authentication required.\r\n",
          node_error::auth_failed},
     };
     for (const step_case& c : cases) {
-        CAPTURE(c.url, c.resp3, int(c.fails), c.error_reply);
+        CAPTURE(c.url, int(c.fails), c.error_reply);
         const node_address a = parse(c.url);
         client_options o;
-        o.resp3 = c.resp3;
         handshake h;
         h.start(a, o);
         const std::vector<request> sent = drain(h);
@@ -206,6 +249,7 @@ TEST_CASE("handshake: a refusal at each step fails the node with its reason", "[
         }
         CHECK(s == handshake_status::failed);
         CHECK(h.status() == handshake_status::failed);
+        CHECK(h.refused());
         CHECK(report.error == c.expected);
         // The server's own words, for node(i).message.
         const std::string text(c.error_reply + 1, std::string(c.error_reply).size() - 3);
@@ -220,81 +264,97 @@ TEST_CASE("handshake: a refusal at each step fails the node with its reason", "[
 TEST_CASE("handshake: refusals a lock can live without do not fail the node", "[handshake]") {
     const node_address a = parse("redis://h");
     client_options o;
-    o.resp3 = false;
     handshake h;
     h.start(a, o);
-    const std::vector<request> sent = drain(h);
+    std::vector<request> sent = drain(h);
     edgelock::detail::node_report report;
-    handshake_status s = handshake_status::pending;
-    for (const request& q : sent) {
-        // An ACL without +client, +info or +script: SETNAME, INFO and SCRIPT
-        // LOAD refused. The scripts then go as EVAL; nothing is known of INFO.
-        s = reply(h, q.id, "-NOPERM this user has no permissions\r\n", report);
-    }
-    CHECK(s == handshake_status::ready);
+    // An ACL without +config, +info or +client|tracking: CONFIG GET refused
+    // asks INFO memory instead, refused too; nothing is known of memory.
+    const std::string noperm = "-NOPERM this user has no permissions\r\n";
+    CHECK(reply(h, sent.at(0).id, good_reply(sent.at(0)), report) == handshake_status::pending);
+    CHECK(reply(h, sent.at(1).id, noperm, report) == handshake_status::pending);
+    CHECK_FALSE(h.sent_all());
+    const std::vector<request> late = drain(h);
+    REQUIRE(late.size() == 1);
+    CHECK(joined(late.at(0)) == "INFO memory");
+    CHECK(reply(h, sent.at(2).id, noperm, report) == handshake_status::pending);
+    CHECK(reply(h, late.at(0).id, noperm, report) == handshake_status::ready);
     CHECK(report.error == node_error::none);
     CHECK(report.policy_size == 0);
+    CHECK_FALSE(report.tracking);
+    CHECK(report.set_nx_get);  // HELLO said 7.0.15
 }
 
 TEST_CASE("handshake: a replica fails the node, an evicting master warns", "[handshake]") {
     const node_address a = parse("redis://h");
     client_options o;
-    SECTION("replica") {
+    SECTION("a replica: refused at HELLO's reply, failed once INFO says whose") {
         handshake h;
         h.start(a, o);
         const std::vector<request> sent = drain(h);
         edgelock::detail::node_report report;
-        REQUIRE(reply(h, sent.at(0).id, "+OK\r\n", report) == handshake_status::pending);
-        const std::string info =
-            bulk("# Replication\r\nrole:slave\r\nmaster_host:10.0.0.9\r\nmaster_port:6380\r\n");
-        CHECK(reply(h, sent.at(1).id, info, report) == handshake_status::failed);
+        REQUIRE(reply(h, sent.at(0).id, hello_reply("replica"), report) ==
+                handshake_status::pending);
+        CHECK(h.refused());  // a lock request behind counts for nothing
         CHECK(report.error == node_error::replica);
-        CHECK(std::string(report.message, report.message_size) == "replica of 10.0.0.9:6380");
+        const std::vector<request> late = drain(h);
+        REQUIRE(late.size() == 1);
+        CHECK(joined(late.at(0)) == "INFO replication");
+        SECTION("INFO says its master") {
+            const std::string info =
+                bulk("# Replication\r\nrole:slave\r\nmaster_host:10.0.0.9\r\nmaster_port:6380\r\n");
+            CHECK(reply(h, late.at(0).id, info, report) == handshake_status::failed);
+            CHECK(report.error == node_error::replica);
+            CHECK(std::string(report.message, report.message_size) == "replica of 10.0.0.9:6380");
+        }
+        SECTION("INFO refused") {
+            CHECK(reply(h, late.at(0).id, "-NOPERM no\r\n", report) == handshake_status::failed);
+            CHECK(std::string(report.message, report.message_size) == "role:replica");
+        }
     }
-    SECTION("allkeys-lru") {
+    SECTION("allkeys-lru by CONFIG GET") {
         handshake h;
         h.start(a, o);
-        const std::vector<request> sent = drain(h);
         edgelock::detail::node_report report;
-        handshake_status s = handshake_status::pending;
-        for (const request& q : sent) {
-            const std::string r =
-                q.id == handshake::info_memory
-                    ? bulk("maxmemory:1048576\r\nmaxmemory_policy:allkeys-lru\r\n")
-                    : good_reply(q);
-            s = reply(h, q.id, r, report);
-        }
-        CHECK(s == handshake_status::ready);
+        CHECK(answer_all(h, drain(h), report, handshake::config_memory,
+                         config_reply("1048576", "allkeys-lru")) == handshake_status::ready);
         CHECK(report.warning == node_warning::may_evict);
         CHECK(std::string(report.policy, report.policy_size) == "allkeys-lru");
+    }
+    SECTION("allkeys-lru by INFO memory, CONFIG refused") {
+        handshake h;
+        h.start(a, o);
+        edgelock::detail::node_report report;
+        answer_all(h, drain(h), report, handshake::config_memory, "-NOPERM no\r\n");
+        const std::vector<request> late = drain(h);
+        REQUIRE(late.size() == 1);
+        CHECK(reply(h, late.at(0).id, bulk("maxmemory:1048576\r\nmaxmemory_policy:allkeys-lru\r\n"),
+                    report) == handshake_status::ready);
+        CHECK(report.warning == node_warning::may_evict);
+    }
+    SECTION("maxmemory 0: no eviction, whatever the policy") {
+        handshake h;
+        h.start(a, o);
+        edgelock::detail::node_report report;
+        answer_all(h, drain(h), report, handshake::config_memory, config_reply("0", "allkeys-lru"));
+        CHECK(report.warning == node_warning::none);
     }
     SECTION("an INFO reply that was not kept tells nothing") {
         handshake h;
         h.start(a, o);
-        const std::vector<request> sent = drain(h);
         edgelock::detail::node_report report;
-        handshake_status s = handshake_status::pending;
-        for (const request& q : sent) {
-            s = handshake::reply_optional(q.id) ? h.on_reply(q.id, nullptr, 0, report)
-                                                : reply(h, q.id, good_reply(q), report);
-        }
-        CHECK(s == handshake_status::ready);
+        answer_all(h, drain(h), report, handshake::config_memory, "-NOPERM no\r\n");
+        const std::vector<request> late = drain(h);
+        REQUIRE(late.size() == 1);
+        CHECK(h.on_reply(late.at(0).id, nullptr, 0, report) == handshake_status::ready);
         CHECK(report.warning == node_warning::none);
         CHECK(report.policy_size == 0);
-        CHECK(report.version_size == 0);
-        CHECK_FALSE(report.set_nx_get);  // unknown: the acquire stays a script
     }
     SECTION("Redis 6.2 takes the acquire script, not SET NX GET") {
         handshake h;
         h.start(a, o);
-        const std::vector<request> sent = drain(h);
         edgelock::detail::node_report report;
-        for (const request& q : sent) {
-            const std::string r = q.id == handshake::info_server
-                                      ? bulk("# Server\r\nredis_version:6.2.14\r\n")
-                                      : good_reply(q);
-            reply(h, q.id, r, report);
-        }
+        answer_all(h, drain(h), report, handshake::auth, hello_reply("master", "6.2.14"));
         CHECK(h.status() == handshake_status::ready);
         CHECK(std::string(report.version, report.version_size) == "6.2.14");
         CHECK_FALSE(report.set_nx_get);
@@ -304,80 +364,51 @@ TEST_CASE("handshake: a replica fails the node, an evicting master warns", "[han
 TEST_CASE("handshake: a request that does not fit waits for room, none is lost", "[handshake]") {
     const node_address a = parse("redis://h");
     client_options o;
-    o.resp3 = false;
     handshake h;
     h.start(a, o);
-    char small[64];
+    char small[56];
     std::uint8_t id = 0;
-    // CLIENT SETNAME and the INFOs fit; the first script does not.
+    // HELLO 3 SETNAME edgelock and CONFIG GET fit; CLIENT TRACKING does not.
     std::vector<std::uint8_t> ids;
     for (std::size_t size; (size = h.poll_request(small, sizeof small, id)) > 0;) {
         ids.push_back(id);
     }
-    REQUIRE(ids.size() == 4);
+    REQUIRE(ids.size() == 2);
     CHECK(h.status() == handshake_status::pending);
+    CHECK_FALSE(h.sent_all());  // no lock request ahead of it
     const std::vector<request> rest = drain(h);
-    REQUIRE(rest.size() == edgelock::lock_scripts_count);
-    CHECK(rest.front().id == handshake::script);
+    REQUIRE(rest.size() == 1);
+    CHECK(rest.front().id == handshake::tracking);
+    CHECK(h.sent_all());
 }
 
 TEST_CASE("handshake: RESP3 asks for key tracking, and a refusal fails nothing", "[handshake]") {
     const node_address a = parse("redis://10.0.0.1");
     client_options o;
-    o.resp3 = true;
-    SECTION("accepted") {
+    SECTION("refused (an ACL): the node is used, its waiters poll") {
         handshake h;
         h.start(a, o);
-        const std::vector<request> sent = drain(h);
-        REQUIRE(sent.size() == 5 + edgelock::lock_scripts_count);
-        CHECK(joined(sent.at(3)) == "INFO server");
-        CHECK(joined(sent.at(4)) == "CLIENT TRACKING ON OPTIN NOLOOP");
-        CHECK(sent.at(4).id == handshake::tracking);
         edgelock::detail::node_report report;
-        for (const request& q : sent) {
-            reply(h, q.id, good_reply(q), report);
-        }
-        CHECK(h.status() == handshake_status::ready);
-        CHECK(report.tracking);
-    }
-    SECTION("refused (an ACL, an old server): the node is used, its waiters poll") {
-        handshake h;
-        h.start(a, o);
-        const std::vector<request> sent = drain(h);
-        edgelock::detail::node_report report;
-        for (const request& q : sent) {
-            reply(h, q.id,
-                  q.id == handshake::tracking
-                      ? std::string("-NOPERM this user has no permissions to run the "
-                                    "'client|tracking' command\r\n")
-                      : good_reply(q),
-                  report);
-        }
+        answer_all(h, drain(h), report, handshake::tracking,
+                   "-NOPERM this user has no permissions to run the 'client|tracking' command\r\n");
         CHECK(h.status() == handshake_status::ready);
         CHECK(report.error == node_error::none);
         CHECK_FALSE(report.tracking);
     }
-    SECTION("not asked: notify off, or RESP2 (no pushes on the connection)") {
+    SECTION("not asked: notify off") {
         o.notify = false;
         handshake h;
         h.start(a, o);
         for (const request& q : drain(h)) {
             CHECK(q.id != handshake::tracking);
         }
-        client_options resp2;
-        resp2.resp3 = false;
-        handshake h2;
-        h2.start(a, resp2);
-        for (const request& q : drain(h2)) {
-            CHECK(q.id != handshake::tracking);
-        }
+        CHECK_FALSE(h.tracking_asked());
     }
 }
 
 TEST_CASE("handshake: a server without HELLO is spoken to in RESP2", "[handshake]") {
     client_options o;  // resp3 by default
-    const std::string no_hello = "-ERR unknown command 'HELLO', with args beginning with: '3' \r\n";
-    SECTION("no password: the rest is already out; CLIENT SETNAME follows") {
+    SECTION("no password: what went along stands; SETNAME and INFO follow") {
         const node_address a = parse("redis://10.0.0.1");
         handshake h;
         h.start(a, o);
@@ -386,85 +417,88 @@ TEST_CASE("handshake: a server without HELLO is spoken to in RESP2", "[handshake
         edgelock::detail::node_report report;
         CHECK(reply(h, sent.at(0).id, no_hello, report) == handshake_status::pending);
         CHECK(report.resp2);
+        CHECK(h.hello_refused());
+        CHECK_FALSE(h.tracking_asked());
         const std::vector<request> late = drain(h);
-        REQUIRE(late.size() == 1);
+        REQUIRE(late.size() == 3);
         CHECK(joined(late.at(0)) == "CLIENT SETNAME edgelock");
+        CHECK(joined(late.at(1)) == "INFO replication");
+        CHECK(joined(late.at(2)) == "INFO server");
         sent.erase(sent.begin());
-        sent.push_back(late.at(0));
+        sent.insert(sent.end(), late.begin(), late.end());
         handshake_status s = handshake_status::pending;
         for (const request& q : sent) {
             // Redis 5 has no CLIENT TRACKING either.
             s = reply(h, q.id,
                       q.id == handshake::tracking
                           ? std::string("-ERR Unknown subcommand or wrong number of arguments\r\n")
+                      : q.id == handshake::info_server
+                          ? bulk("# Server\r\nredis_version:5.0.14\r\n")
                           : good_reply(q),
                       report);
         }
         CHECK(s == handshake_status::ready);
         CHECK(report.error == node_error::none);
         CHECK_FALSE(report.tracking);
+        CHECK_FALSE(report.tracks_keys);
+        CHECK_FALSE(report.set_nx_get);
+        CHECK(std::string(report.version, report.version_size) == "5.0.14");
     }
-    SECTION("HELLO renamed away on Redis 6 or later: tracking on, but never told here") {
+    SECTION("a replica found by INFO") {
         const node_address a = parse("redis://10.0.0.1");
         handshake h;
         h.start(a, o);
         std::vector<request> sent = drain(h);
         edgelock::detail::node_report report;
-        CHECK(reply(h, sent.at(0).id, no_hello, report) == handshake_status::pending);
+        reply(h, sent.at(0).id, no_hello, report);
         sent.erase(sent.begin());
         const std::vector<request> late = drain(h);
         sent.insert(sent.end(), late.begin(), late.end());
-        handshake_status s = handshake_status::pending;
-        bool asked = false;
-        for (const request& q : sent) {
-            asked = asked || q.id == handshake::tracking;  // pipelined behind HELLO
-            s = reply(h, q.id, good_reply(q), report);
-        }
-        CHECK(asked);
-        CHECK(s == handshake_status::ready);
-        // A RESP2 connection is told only through a redirect: its
-        // subscription's job, not the handshake's.
-        CHECK_FALSE(report.tracking);
-        CHECK(report.resp2);
-        CHECK(report.tracks_keys);
+        CHECK(answer_all(h, sent, report, handshake::info_replication,
+                         bulk("role:slave\r\nmaster_host:h2\r\nmaster_port:1\r\n")) ==
+              handshake_status::failed);
+        CHECK(report.error == node_error::replica);
+        CHECK(std::string(report.message, report.message_size) == "replica of h2:1");
     }
-    SECTION("a password: nothing goes until HELLO is answered, then AUTH") {
+    SECTION("a password: what followed HELLO was answered NOAUTH, and goes again after AUTH") {
         const node_address a = parse("redis://:pw@10.0.0.1");
         handshake h;
         h.start(a, o);
         const std::vector<request> first = drain(h);
-        REQUIRE(first.size() == 1);  // held: a server without HELLO says NOAUTH to the rest
-        CHECK(joined(first.at(0)) == "HELLO 3 AUTH default pw SETNAME edgelock");
+        REQUIRE(first.size() == 3);
         edgelock::detail::node_report report;
         CHECK(reply(h, first.at(0).id, no_hello, report) == handshake_status::pending);
+        CHECK_FALSE(h.sent_all());  // lock requests wait: two NOAUTH are still due
         const std::vector<request> rest = drain(h);
-        REQUIRE(rest.size() == 5 + edgelock::lock_scripts_count);
+        REQUIRE(rest.size() == 5);
         CHECK(joined(rest.at(0)) == "AUTH pw");
         CHECK(joined(rest.at(1)) == "CLIENT SETNAME edgelock");
+        CHECK(joined(rest.at(2)) == "CONFIG GET maxmemory*");
+        CHECK(joined(rest.at(3)) == "INFO replication");
         CHECK(joined(rest.at(4)) == "INFO server");
-        for (const request& q : rest) {
-            CHECK(q.id != handshake::tracking);  // no pushes over RESP2
-        }
-        handshake_status s = handshake_status::pending;
-        for (const request& q : rest) {
-            s = reply(h, q.id, good_reply(q), report);
-        }
-        CHECK(s == handshake_status::ready);
+        const std::string noauth = "-NOAUTH Authentication required.\r\n";
+        CHECK(reply(h, first.at(1).id, noauth, report) == handshake_status::pending);
+        CHECK(reply(h, first.at(2).id, noauth, report) == handshake_status::pending);
+        CHECK(h.sent_all());
+        CHECK(answer_all(h, rest, report) == handshake_status::ready);
+        CHECK(report.error == node_error::none);
         CHECK(report.resp2);
     }
-    SECTION("a password and a server with HELLO: one round trip, then the rest") {
+    SECTION("a password the server does not need: its AUTH says so") {
         const node_address a = parse("redis://:pw@10.0.0.1");
+        o.resp3 = false;
         handshake h;
         h.start(a, o);
         const std::vector<request> first = drain(h);
-        REQUIRE(first.size() == 1);
         edgelock::detail::node_report report;
-        CHECK(reply(h, first.at(0).id, "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n", report) ==
-              handshake_status::pending);
+        CHECK(reply(h, first.at(0).id, no_hello, report) == handshake_status::pending);
+        CHECK_FALSE(report.resp2);  // RESP2 was asked for
         const std::vector<request> rest = drain(h);
-        REQUIRE(rest.size() == 4 + edgelock::lock_scripts_count);
-        CHECK(joined(rest.at(0)) == "INFO replication");
-        CHECK_FALSE(report.resp2);
+        REQUIRE(joined(rest.at(0)) == "AUTH pw");
+        reply(h, first.at(1).id, "-NOAUTH Authentication required.\r\n", report);
+        CHECK(reply(h, rest.at(0).id, "-ERR AUTH <password> called without any\r\n", report) ==
+              handshake_status::failed);
+        CHECK(report.error == node_error::auth_failed);
     }
 }
 

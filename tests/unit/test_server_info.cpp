@@ -340,3 +340,57 @@ TEST_CASE("server info: the version decides the one-command acquire and tracking
         CHECK(edgelock::detail::server_tracks_keys(got) == c.tracks_keys);
     }
 }
+
+TEST_CASE("server info: HELLO's and CONFIG GET's pairs, whatever their shape", "[server_info]") {
+    struct pairs_case {
+        const char* what;
+        std::string wire;
+        server_role role;
+        const char* version;
+        const char* policy;  // from the CONFIG reading of the same reply
+        std::uint64_t maxmemory;
+    };
+    auto b = [](const std::string& s) {
+        return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+    };
+    const std::string hello = b("server") + b("redis") + b("version") + b("7.0.15") + b("proto") +
+                              ":3\r\n" + b("mode") + b("standalone") + b("role") + b("replica") +
+                              b("modules") + "*0\r\n";
+    const std::string config = b("maxmemory") + b("1048576") + b("maxmemory-policy") +
+                               b("allkeys-lru") + b("maxmemory-samples") + b("5");
+    const std::vector<pairs_case> cases = {
+        {"HELLO 3: a map", "%6\r\n" + hello, server_role::replica, "7.0.15", "", 0},
+        {"HELLO 2: an array of pairs", "*12\r\n" + hello, server_role::replica, "7.0.15", "", 0},
+        {"CONFIG GET, RESP2", "*6\r\n" + config, server_role::unknown, "", "allkeys-lru", 1048576},
+        {"CONFIG GET, RESP3", "%3\r\n" + config, server_role::unknown, "", "allkeys-lru", 1048576},
+        {"an attribute first", "|1\r\n+k\r\n+v\r\n%3\r\n" + config, server_role::unknown, "",
+         "allkeys-lru", 1048576},
+        {"an odd array: the last name has no value",
+         "*3\r\n" + b("maxmemory-policy") + b("noeviction") + b("maxmemory"), server_role::unknown,
+         "", "noeviction", 0},
+        {"a value that is not a string is passed over",
+         "*4\r\n" + b("role") + "*1\r\n" + b("master") + b("version") + b("6.2.0"),
+         server_role::unknown, "6.2.0", "", 0},
+        {"an error", "-NOPERM no\r\n", server_role::unknown, "", "", 0},
+        {"a string", b("role:master"), server_role::unknown, "", "", 0},
+        {"an empty map", "%0\r\n", server_role::unknown, "", "", 0},
+        {"a maxmemory that is no number", "*2\r\n" + b("maxmemory") + b("1gb"),
+         server_role::unknown, "", "", 0},
+    };
+    for (const pairs_case& c : cases) {
+        INFO(c.what);
+        resp_node nodes[32];
+        const edgelock::resp_result r =
+            edgelock::resp_decode_whole(c.wire.data(), c.wire.size(), nodes, 32);
+        REQUIRE(r.status == edgelock::resp_status::complete);
+        const server_info h = edgelock::detail::parse_hello_reply(nodes, r.nodes);
+        CHECK(h.role == c.role);
+        CHECK(str(h.redis_version) == c.version);
+        CHECK(h.maxmemory_policy.empty());  // HELLO says nothing of memory
+        const server_info m = edgelock::detail::parse_config_reply(nodes, r.nodes);
+        CHECK(m.role == server_role::unknown);  // CONFIG says nothing of roles
+        CHECK(str(m.maxmemory_policy) == c.policy);
+        CHECK(m.maxmemory == c.maxmemory);
+    }
+    CHECK(edgelock::detail::parse_hello_reply(nullptr, 0).role == server_role::unknown);
+}

@@ -52,6 +52,7 @@ struct in_flight {
     std::uint32_t tag = 0;
     reply_to to = reply_to::discard;
     bool follows = false;  // a lock's WAIT, behind its request
+    bool cleanup = false;  // a lock's cleanup (compare-and-delete)
 };
 
 // A connection's timers.

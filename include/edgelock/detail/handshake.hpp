@@ -1,14 +1,22 @@
 // The set-up of a new connection as a sans-I/O machine: which requests to
 // send, what each reply means, and whether the node is ready or failed.
 //
-// The sequence, pipelined (each request skipped when it has nothing to do):
-// HELLO 3 [AUTH] [SETNAME] (or AUTH), SELECT, CLIENT SETNAME, INFO
-// replication (a replica fails the node; a Cluster's, which redirects every
-// lock request to its master, does not), INFO memory (an evicting policy is
-// a warning), INFO server (the version: Redis >= 7 takes the one-command
-// acquire), CLIENT TRACKING ON (RESP3 only: key changes are pushed),
-// SCRIPT LOAD of each lock script. The driver runs one per
-// connection; a test runs one with no socket at all:
+// The sequence, pipelined, each request skipped when it has nothing to do:
+// HELLO 3 (or HELLO 2 with RESP2) [AUTH] [SETNAME], whose reply says the
+// server's role (a replica fails the node; a Cluster's, which redirects every
+// lock request to its master, does not) and version (Redis >= 7 takes the
+// one-command acquire); SELECT; CONFIG GET maxmemory* (an evicting policy is
+// a warning); CLIENT TRACKING ON (RESP3 only: key changes are pushed). INFO
+// goes only where those were refused: INFO memory for a refused CONFIG GET,
+// INFO replication and server for a server without HELLO. No script is
+// loaded: the lock machine sends EVALSHA and falls back to EVAL on NOSCRIPT,
+// so a server's script cache serves every run after the first.
+//
+// The lock requests may follow the set-up's in the same flight
+// (sent_all()): their replies then come after the set-up's, and refused()
+// says whether the node failed a check in between, so that what they took is
+// undone (the driver's pipeline.cpp). The driver runs one per connection; a
+// test runs one with no socket at all:
 //
 //   edgelock::handshake h;
 //   h.start(address, options);
@@ -18,14 +26,17 @@
 //   handshake_status s = h.on_reply(request, nodes, count, report);
 //
 // A failure's reason (and the server's text) goes into the node_report passed
-// in, as does what INFO memory found; the report outlives the handshake.
+// in, as does what the checks found; the report outlives the handshake.
 //
-// With client_options::resp3, a server without HELLO (Redis before 6, or a
-// proxy that speaks RESP2 only) is spoken to in RESP2 instead: its "unknown
-// command" (or NOPROTO) to HELLO is not a failure, the AUTH and CLIENT
-// SETNAME that HELLO carried go as RESP2 commands, and report.resp2 is set.
-// When HELLO carries a password, the requests after it wait for its answer
-// (one round trip), since such a server answers them NOAUTH.
+// A server without HELLO (Redis before 6, or a proxy that speaks RESP2 only)
+// is spoken to in RESP2: its "unknown command" (or NOPROTO) to HELLO is not a
+// failure; AUTH and CLIENT SETNAME go as RESP2 commands, INFO says its role
+// and version, and report.resp2 is set when RESP3 was asked for. When the
+// HELLO carried a password, what followed it was answered NOAUTH: those
+// replies are passed over and the requests sent again after the AUTH (lock
+// requests too: the driver sends them again). On such a server the role is
+// known only after the first lock request's reply: a writable replica there
+// is found one reply late (its key, if one was taken, expires with the ttl).
 #pragma once
 
 #include <cstddef>
@@ -50,10 +61,10 @@ struct node_report {
     node_warning warning = node_warning::none;
     std::uint8_t policy_size = 0;
     std::uint8_t version_size = 0;
-    bool set_nx_get = false;   // INFO server: the node takes SET NX PX GET
+    bool set_nx_get = false;   // the version: the node takes SET NX PX GET
     bool tracking = false;     // tracking accepted (RESP3, or redirected): waiters are told
     bool resp2 = false;        // RESP3 was asked for, the server has no HELLO
-    bool tracks_keys = false;  // INFO server: Redis 6 or later, CLIENT TRACKING is there
+    bool tracks_keys = false;  // the version: Redis 6 or later, CLIENT TRACKING is there
     std::size_t message_size = 0;
     char message[EDGELOCK_CLIENT_MESSAGE];
     char policy[node_policy_capacity];
@@ -74,14 +85,15 @@ class handshake {
 public:
     // The set-up requests, in the order they go out; `request` names them.
     enum : std::uint8_t {
-        auth = 0,  // HELLO 3 [AUTH] [SETNAME], or AUTH
+        auth = 0,  // HELLO 3|2 [AUTH] [SETNAME], or AUTH after HELLO was refused
         select,
-        setname,
-        info_replication,
-        info_memory,
-        info_server,
-        tracking,  // CLIENT TRACKING ON (RESP3 with client_options::notify)
-        script,    // + i for lock_scripts_all[i]
+        setname,           // CLIENT SETNAME: a server without HELLO
+        config_memory,     // CONFIG GET maxmemory*
+        tracking,          // CLIENT TRACKING ON (RESP3 with client_options::notify)
+        info_memory,       // a server that refused CONFIG GET
+        info_replication,  // a server without HELLO, or a replica's master
+        info_server,       // a server without HELLO
+        request_count,
     };
 
     // Begins the sequence for a node at `address` with the client's options
@@ -99,6 +111,21 @@ public:
                               detail::node_report& report) noexcept;
 
     handshake_status status() const noexcept { return status_; }
+    // Every request due so far is written, and none of the replies in has
+    // asked for another: lock requests may follow (after a failure, only
+    // the cleanups of what went before).
+    bool sent_all() const noexcept {
+        return status_ == handshake_status::failed || (todo_ == 0 && stale_ == 0);
+    }
+    // The node failed a check, or will once its last reply is in (a replica,
+    // whose master INFO is being asked): a lock request that followed must
+    // not count, and what it took is undone.
+    bool refused() const noexcept { return status_ == handshake_status::failed || doomed_; }
+    // What a lock request sent now may take for granted: HELLO was not
+    // refused (so SET NX PX GET is worth a try: an older server's syntax error
+    // sends the script instead), and CLIENT TRACKING went out ahead of it.
+    bool hello_refused() const noexcept { return resp2_ || hello_refused_; }
+    bool tracking_asked() const noexcept { return tracking_asked_ && !hello_refused(); }
     // True when the reply to `request` may be skipped unread (INFO).
     static bool reply_optional(std::uint8_t request) noexcept {
         return request == info_replication || request == info_memory || request == info_server;
@@ -107,19 +134,24 @@ public:
 private:
     handshake_status fail(node_error why, const resp_node* nodes, std::size_t count,
                           detail::node_report& report) noexcept;
+    void read_info(std::uint8_t request, const resp_node* nodes, std::size_t count,
+                   detail::node_report& report) noexcept;
+    void read_hello(const resp_node* nodes, std::size_t count,
+                    detail::node_report& report) noexcept;
+    void fall_back(bool had_password) noexcept;
 
     bool speaks_resp3() const noexcept;
 
     const node_address* address_ = nullptr;
     const client_options* options_ = nullptr;
-    std::uint8_t next_ = 0;         // the next request to send
+    std::uint16_t todo_ = 0;        // requests still to send, one bit each
     std::uint8_t replies_due_ = 0;  // sent, reply not yet in
+    std::uint8_t stale_ = 0;        // replies to pass over: NOAUTH to what followed HELLO
     handshake_status status_ = handshake_status::pending;
-    // HELLO 3 carrying AUTH is out: nothing more goes until it is answered,
-    // since a server without HELLO would answer the rest NOAUTH.
-    bool hello_hold_ = false;
-    bool resp2_ = false;         // HELLO is unknown here: RESP2 from now on
-    bool setname_late_ = false;  // RESP2 after HELLO: CLIENT SETNAME still to send
+    bool resp2_ = false;           // RESP3 was asked, HELLO is unknown here: RESP2 from now on
+    bool hello_refused_ = false;   // HELLO is unknown here (RESP2 asked)
+    bool tracking_asked_ = false;  // CLIENT TRACKING went out
+    bool doomed_ = false;          // a replica: fails once INFO says whose
 };
 
 // The set-up of a node's subscription connection, which tells RESP2 waiters

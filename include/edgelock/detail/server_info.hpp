@@ -1,10 +1,11 @@
-// What a Redis server's INFO text says about it that matters to a lock: its
-// role (a replica cannot hold a lock), whether it may evict keys, and its
-// version (Redis >= 7 takes the one-command acquire, SET NX PX GET).
+// What a Redis server says about itself that matters to a lock: its role (a
+// replica cannot hold a lock), whether it may evict keys, and its version
+// (Redis >= 7 takes the one-command acquire, SET NX PX GET).
 //
-// The client reads `INFO replication`, `INFO memory` and `INFO server` at
-// set-up and reports through node(i); these functions are the pure part,
-// usable on any INFO text:
+// The client reads HELLO's reply (role and version) and `CONFIG GET
+// maxmemory*` at set-up, and INFO's sections only where those were refused;
+// it reports through node(i). These functions are the pure part, usable on
+// any such reply:
 //
 //   const edgelock::str_view text = edgelock::server_info_text(nodes, count);
 //   const edgelock::server_info info = edgelock::parse_server_info(text);
@@ -65,6 +66,15 @@ bool server_takes_set_nx_get(const server_info& info) noexcept;
 // True when redis_version says 6 or later: CLIENT TRACKING (with REDIRECT
 // for a RESP2 connection) is there. False when older, missing or not a version.
 bool server_tracks_keys(const server_info& info) noexcept;
+
+// The role and version in a decoded HELLO reply: a RESP3 map or a RESP2
+// array of name/value pairs ("role" "master"|"replica", "version" "7.0.15").
+// The views point into the reply; a pair that is not two strings is skipped.
+server_info parse_hello_reply(const resp_node* nodes, std::size_t count) noexcept;
+
+// maxmemory and maxmemory_policy from a decoded `CONFIG GET maxmemory*`
+// reply (a map, or an array of name/value pairs; other names skipped).
+server_info parse_config_reply(const resp_node* nodes, std::size_t count) noexcept;
 
 // The text of a decoded INFO reply: a bulk string, or a RESP3 verbatim string
 // (whose text the decoder gives without its "txt:" prefix). Empty for any
