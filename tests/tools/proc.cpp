@@ -205,18 +205,23 @@ bool fault_proxy::start(const std::string& program, std::uint16_t target, std::u
 }
 
 bool fault_proxy::command(const std::string& cmd) {
+    return ask(cmd).compare(0, 2, "OK") == 0;
+}
+
+std::string fault_proxy::ask(const std::string& cmd) {
     const std::string line = cmd + "\n";
     if (fd_ < 0 ||
         ::send(fd_, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
-        return false;
+        return std::string();
     }
-    const std::string reply = read_line(fd_, 2000);
+    std::string reply = read_line(fd_, 2000);
     if (reply.empty()) {
         ::close(fd_);
         fd_ = -1;
-        return false;
+        return std::string();
     }
-    return reply.compare(0, 2, "OK") == 0;
+    reply.pop_back();  // the newline
+    return reply;
 }
 
 void fault_proxy::stop() {

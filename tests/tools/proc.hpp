@@ -86,6 +86,9 @@ public:
     // A reply that does not come in time closes the control connection, so a
     // late one cannot pair with the next command; later commands then fail.
     bool command(const std::string& cmd);
+    // The same, returning the reply line without its newline ("OK ...",
+    // "ERR ..."); "" when none came. For `status`.
+    std::string ask(const std::string& cmd);
     void stop();
     std::uint16_t port() const { return port_; }
 
