@@ -150,11 +150,13 @@ fuzz-smoke: fuzz-build
 	bash tests/tools/run_fuzz.sh $(FUZZ) $(FUZZ_SMOKE_SECONDS)
 
 # --- benchmarks ------------------------------------------------------------------
-# Every benchmark, side by side with its peer (hiredis, redis-benchmark), then
-# BENCHMARKS.md rewritten with the figures. hiredis and valgrind are for the
-# benchmarks only: installed here, not by make test.
+# Every benchmark, side by side with its peer (hiredis, redis-benchmark,
+# redis-cli), then BENCHMARKS.md rewritten with the figures. hiredis and
+# valgrind are for the benchmarks only: installed here, not by make test;
+# redis-tools (redis-cli) usually comes with redis-server, named here since
+# the slow-link section needs it.
 bench:
-	@sh tests/tools/deps.sh libhiredis-dev valgrind
+	@sh tests/tools/deps.sh libhiredis-dev valgrind redis-tools
 	cmake -S . -B $(BUILD)/bench -DCMAKE_BUILD_TYPE=Release -DEDGELOCK_TESTS=OFF \
 	    -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_CLI=ON -DEDGELOCK_INSTALL=OFF \
 	    -DEDGELOCK_BENCH_REQUIRE_PEERS=ON $(CMAKE_ARGS)

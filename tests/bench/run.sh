@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs every benchmark and writes BENCHMARKS.md: the machine, the command,
 # a summary of the targets, then one section per measurement, in the order
-# of the list in issue 7 (1-8), then TLS (9). Usage: tests/bench/run.sh BUILD_DIR, after
-# the benchmarks were built in BUILD_DIR/bench (make bench does both).
+# of the list in issue 7 (1-8), then TLS (9), then one job on a slow link
+# (10). Usage: tests/bench/run.sh BUILD_DIR, after the benchmarks were built
+# in BUILD_DIR/bench (make bench does both).
 # BENCHMARKS.md is replaced only when every benchmark succeeded.
 set -eu
 build=${1:-build}
@@ -27,6 +28,7 @@ run redlock "$bin/bench_redlock"
 run many_locks "$bin/bench_many_locks"
 run handoff "$bin/bench_handoff"
 run tls "$bin/bench_tls"
+run slow_link "$bin/bench_slow_link"
 run footprint sh tests/bench/footprint.sh "$build"
 elapsed=$(($(date +%s) - started))
 
@@ -35,6 +37,7 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -
 mem=$(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo 2>/dev/null || echo "?")
 hiredis=$(pkg-config --modversion hiredis 2>/dev/null || echo "?")
 redis=$(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/')
+redis_cli=$(redis-cli --version 2>/dev/null | sed 's/^redis-cli //')
 valgrind=$(valgrind --version 2>/dev/null || echo "?")
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
 
@@ -54,7 +57,7 @@ benchmarks measure; no test asserts a timing. Rerun \`make bench\` to refresh th
 | machine | $cpu, $(nproc) cores, $mem, Linux $(uname -r) |
 | compiler | $(c++ --version | head -n 1) |
 | redis-server | $redis |
-| peer | hiredis $hiredis (Debian's libhiredis-dev) |
+| peer | hiredis $hiredis (Debian's libhiredis-dev), redis-cli $redis_cli (Debian's redis-tools) |
 | instruments | $valgrind, redis-benchmark $redis |
 | run time | $elapsed s for the benchmarks (build not included) |
 
@@ -64,7 +67,7 @@ benchmarks measure; no test asserts a timing. Rerun \`make bench\` to refresh th
 |---|---|---|
 EOF
     # Every section states its targets on lines "Target: TEXT: **met|missed** (FIGURE)."
-    for f in resp_decode cycle redlock many_locks handoff footprint tls; do
+    for f in resp_decode cycle redlock many_locks handoff footprint tls slow_link; do
         awk '
             /^## / { section = substr($0, 4) }
             /^Target/ {
@@ -87,7 +90,7 @@ EOF
             }' "$out/$f.md"
     done
     echo
-    for f in resp_decode cycle redlock many_locks handoff footprint tls; do
+    for f in resp_decode cycle redlock many_locks handoff footprint tls slow_link; do
         cat "$out/$f.md"
         echo
     done
