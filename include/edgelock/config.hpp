@@ -42,6 +42,15 @@
 #define EDGELOCK_PORT_LOOKUP_STACK (256UL * 1024UL)
 #endif
 
+// Bytes of one TLS peer's kept session, for resuming it on the next
+// connection (tls_mbedtls.hpp): mbedTLS's serialized session (the server's
+// certificate, a ticket, the secrets) and 20 bytes of edgelock's own. Each of
+// a tls_mbedtls<N, P>'s P entries holds this many; a session that does not
+// fit is not kept (the next connection makes a full handshake).
+#ifndef EDGELOCK_TLS_SESSION_BYTES
+#define EDGELOCK_TLS_SESSION_BYTES 3072
+#endif
+
 static_assert(EDGELOCK_RESP_MAX_DEPTH >= 1 && EDGELOCK_RESP_MAX_DEPTH <= 64,
               "EDGELOCK_RESP_MAX_DEPTH must be in [1, 64]");
 static_assert(EDGELOCK_RESP_MAX_ELEMENTS >= 1 && EDGELOCK_RESP_MAX_ELEMENTS <= 0x3fffffffUL,
@@ -54,3 +63,5 @@ static_assert(EDGELOCK_PORT_LOOKUPS >= 1 && EDGELOCK_PORT_LOOKUPS <= 4096,
               "EDGELOCK_PORT_LOOKUPS must be in [1, 4096]");
 static_assert(EDGELOCK_PORT_LOOKUP_STACK >= 65536UL,
               "EDGELOCK_PORT_LOOKUP_STACK must be at least 64 KiB");
+static_assert(EDGELOCK_TLS_SESSION_BYTES >= 256 && EDGELOCK_TLS_SESSION_BYTES <= 65535,
+              "EDGELOCK_TLS_SESSION_BYTES must be in [256, 65535]");

@@ -117,6 +117,7 @@ const char* describe(tls_errc code) noexcept {
 tls_mbedtls_base::tls_mbedtls_base(detail::tls_session* sessions, std::uint16_t capacity) noexcept
     : sessions_(sessions), capacity_(capacity) {
     server_name_[0] = '\0';
+    std::memset(fingerprint_, 0, sizeof fingerprint_);
     mbedtls_ssl_config_init(&conf_);
     mbedtls_x509_crt_init(&ca_);
     mbedtls_x509_crt_init(&own_cert_);
@@ -162,9 +163,12 @@ void tls_mbedtls_base::release_config() noexcept {
 }
 
 tls_errc tls_mbedtls_base::configure(const tls_options& options) noexcept {
-    // Sessions point at the configuration: they go first.
+    // Sessions point at the configuration: they go first. Kept ones were
+    // verified under the old one: they go too.
     free_sessions();
     release_config();
+    forget_all();
+    counts_ = tls_handshake_counts{};
 
     if (options.server_name.size > node_url_max_host) {
         return tls_errc::path_too_long;
@@ -260,6 +264,13 @@ tls_errc tls_mbedtls_base::configure(const tls_options& options) noexcept {
 #if defined(MBEDTLS_SSL_RENEGOTIATION)
     mbedtls_ssl_conf_renegotiation(&conf_, MBEDTLS_SSL_RENEGOTIATION_DISABLED);
 #endif
+#if MBEDTLS_VERSION_NUMBER >= 0x03060100 && defined(MBEDTLS_SSL_PROTO_TLS1_3) && \
+    defined(MBEDTLS_SSL_SESSION_TICKETS) && defined(MBEDTLS_SSL_CLI_C)
+    // A TLS 1.3 server sends its tickets after the handshake; recv() keeps
+    // them as they come (without this they are dropped unseen).
+    mbedtls_ssl_conf_tls13_enable_signal_new_session_tickets(
+        &conf_, MBEDTLS_SSL_TLS1_3_SIGNAL_NEW_SESSION_TICKETS_ENABLED);
+#endif
     if (!options.cert_file.empty() &&
         mbedtls_ssl_conf_own_cert(&conf_, &own_cert_, &own_key_) != 0) {
         release_config();
@@ -272,6 +283,8 @@ tls_errc tls_mbedtls_base::configure(const tls_options& options) noexcept {
     server_name_[options.server_name.size] = '\0';
     server_name_size_ = options.server_name.size;
     always_ = options.always;
+    verify_ = !options.insecure_skip_verify;
+    set_fingerprint(options);
     configured_ = true;
     return tls_errc::ok;
 }

@@ -98,6 +98,14 @@ void set_text(tls_session& s, str_view text) {
     set_text(s, text.data, text.size);
 }
 
+// Called by mbedTLS for each certificate of the server's chain it checks:
+// only a full handshake has one to check (an abbreviated one trusts the
+// resumed session's earlier verification). Changes nothing of the result.
+int note_verify(void* ctx, mbedtls_x509_crt*, int, std::uint32_t*) {
+    static_cast<tls_session*>(ctx)->cert_checked = true;
+    return 0;
+}
+
 // The most telling of a failed verification's findings.
 node_error classify(std::uint32_t flags) {
     if ((flags & (MBEDTLS_X509_BADCERT_NOT_TRUSTED | MBEDTLS_X509_BADCERT_MISSING)) != 0) {
@@ -179,6 +187,11 @@ port::net_result tls_mbedtls_base::open_session(int fd, const session_peer& peer
     s.pending = 0;
     s.failure = node_error::none;
     s.text_size = 0;
+    s.host[0] = '\0';
+    s.port = 0;
+    s.keyed = false;
+    s.cert_checked = false;
+    s.offered = detail::no_saved;
     if (!s.tls) {
         return status(port::net_status::ok);
     }
@@ -197,20 +210,23 @@ port::net_result tls_mbedtls_base::open_session(int fd, const session_peer& peer
     } else if (mbedtls_ssl_session_reset(&s.ssl) != 0) {
         return refuse(s, node_error::tls_handshake_failed, "TLS session reset failed");
     }
-    // The name sent as SNI and checked against the certificate.
-    const str_view name =
-        server_name_size_ > 0 ? str_view(server_name_, server_name_size_) : peer.host;
-    if (name.size > node_url_max_host) {
+    // The peer as named: the key of its kept session, and the name sent as
+    // SNI and checked against the certificate unless the options give one.
+    if (peer.host.size <= node_url_max_host) {
+        if (!peer.host.empty()) {
+            std::memcpy(s.host, peer.host.data, peer.host.size);
+        }
+        s.host[peer.host.size] = '\0';
+    } else if (server_name_size_ == 0) {
         return refuse(s, node_error::tls_handshake_failed, "server name too long");
     }
-    if (!name.empty()) {
-        std::memcpy(s.host, name.data, name.size);
-    }
-    s.host[name.size] = '\0';
-    if (mbedtls_ssl_set_hostname(&s.ssl, s.host) != 0) {
+    const char* name = server_name_size_ > 0 ? server_name_ : s.host;
+    if (mbedtls_ssl_set_hostname(&s.ssl, name) != 0) {
         return refuse(s, node_error::tls_handshake_failed, "server name refused");
     }
     mbedtls_ssl_set_bio(&s.ssl, &s, bio_send, bio_recv, nullptr);
+    mbedtls_ssl_set_verify(&s.ssl, note_verify, &s);
+    offer(s, fd);
     return handshake(s);
 }
 
@@ -223,7 +239,18 @@ port::net_result tls_mbedtls_base::proceed_session(session_id id, int fd) noexce
     return handshake(s);
 }
 
+// A handshake step, then what its end means for the peer's kept session.
 port::net_result tls_mbedtls_base::handshake(tls_session& s) noexcept {
+    const port::net_result r = step(s);
+    if (r.status == port::net_status::ok) {
+        established(s);
+    } else if (r.status != port::net_status::in_progress) {
+        forget_offered(s);
+    }
+    return r;
+}
+
+port::net_result tls_mbedtls_base::step(tls_session& s) noexcept {
     const int ret = mbedtls_ssl_handshake(&s.ssl);
     if (ret == 0) {
         s.established = true;
@@ -364,6 +391,7 @@ port::net_result tls_mbedtls_base::recv_data(session_id id, int fd, void* buf,
         }
 #if defined(MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET)
         if (ret == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
+            keep(s);  // what the next connection offers
             continue;
         }
 #endif
@@ -398,6 +426,8 @@ void tls_mbedtls_base::close_session(session_id id) noexcept {
     if (s.tls && s.established) {
         // Best effort, never waiting: the socket closes right after.
         (void)mbedtls_ssl_close_notify(&s.ssl);
+    } else if (s.tls) {
+        forget_offered(s);  // a handshake given up (connect_timeout) with it
     }
     s.tls = false;
     s.established = false;
