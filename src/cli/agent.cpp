@@ -1,13 +1,16 @@
 // The agent's shared machinery: its options, its client, the poll loop's
 // turn, what the lock's callback saw, per-node reports and set-up.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
 #include "agent.hpp"
 #include "job.hpp"
 #include "messages.hpp"
+#include "session_cache.hpp"
 #ifdef EDGELOCK_CLI_TLS
 #include "edgelock/tls_mbedtls.hpp"
 #endif
@@ -25,9 +28,21 @@ namespace {
 
 std::vector<str_view> urls;  // views of opt.nodes, which outlive the client
 #ifdef EDGELOCK_CLI_TLS
-// For rediss:// (or --tls): room for every session the client may hold.
-tls_mbedtls<decltype(driver)::max_sessions> tls;
+// For rediss:// (or --tls): room for every session the client may hold, and
+// a kept session for as many peers as the cache file holds.
+tls_mbedtls<decltype(driver)::max_sessions, session_cache_max> tls;
 #endif
+
+// --tls-session-cache: the file as read before the loop, and what became of
+// its entries.
+struct session_file {
+    bool in_use = false;    // TLS is on and a file is named
+    bool writable = false;  // it may be replaced after the loop
+    std::string raw;        // its bytes as read
+    std::vector<cached_session> entries;
+    std::vector<bool> imported;  // entries[i] went into the transport
+};
+session_file sessions;
 
 }  // namespace
 
@@ -220,6 +235,49 @@ lock_options lock_options_from(const options& o) {
 
 namespace {
 
+#ifdef EDGELOCK_CLI_TLS
+// Reads --tls-session-cache before the loop and hands its sessions to the
+// transport, oldest first. A file that cannot be trusted or read is said
+// once and ignored: the run goes on with full handshakes.
+void load_sessions() {
+    const std::string& path = opt.tls_session_cache;
+    if (path.empty()) {
+        return;
+    }
+    sessions.in_use = true;
+    std::string why;
+    switch (read_session_cache(path, sessions.entries, sessions.raw, why)) {
+    case cache_read::absent:
+    case cache_read::loaded:
+        sessions.writable = true;
+        break;
+    case cache_read::damaged:
+        sessions.writable = true;
+        say(1, "warning: TLS session cache %s: damaged (%s): not used, rewritten after this run",
+            path.c_str(), why.c_str());
+        break;
+    case cache_read::unsafe:
+    case cache_read::unreadable:
+    case cache_read::foreign:
+        say(1, "warning: TLS session cache %s: %s: not used, left as it is", path.c_str(),
+            why.c_str());
+        break;
+    }
+    sessions.imported.assign(sessions.entries.size(), false);
+    for (std::size_t i = sessions.entries.size(); i-- > 0;) {
+        const cached_session& e = sessions.entries[i];
+        const tls_import r = tls.import_session(
+            str_view(e.host.data(), e.host.size()), e.port,
+            str_view(e.server_name.data(), e.server_name.size()), e.data.data(), e.data.size());
+        sessions.imported[i] = r == tls_import::ok;
+        if (r != tls_import::ok) {
+            say(2, "TLS session for %s:%u (%s) not used: %s", e.host.c_str(), e.port,
+                e.server_name.c_str(), describe(r));
+        }
+    }
+}
+#endif
+
 // The TLS transport, when some node needs it: exit_ok, or the exit status.
 int setup_tls(client_options& co) {
     if (!wants_tls(opt)) {
@@ -244,6 +302,7 @@ int setup_tls(client_options& co) {
         say(1, "warning: --insecure: no server certificate is checked");
     }
     co.via = &tls;
+    load_sessions();
     return exit_ok;
 #else
     (void)co;
@@ -305,6 +364,78 @@ int setup(client_lock& l) {
     driver.connect(port::now() + co.connect_timeout, l.machine().quorum());
     warn_nodes(false);
     return exit_ok;
+}
+
+void save_tls_sessions() {
+#ifdef EDGELOCK_CLI_TLS
+    if (!tls.configured()) {
+        return;
+    }
+    const tls_handshake_counts c = tls.handshake_counts();
+    say(2, "TLS: %u handshakes, %u with a kept session offered, %u resumed", c.done, c.offered,
+        c.resumed);
+    if (!sessions.in_use || !sessions.writable) {
+        return;
+    }
+    // What this run made or resumed first, then the file's entries in their
+    // order (newest first): as the transport holds them now (it may have
+    // replaced or forgotten those it took), or as they were when it never
+    // took them. Sorted by time, ties in that order.
+    const std::uint64_t now = static_cast<std::uint64_t>(std::time(nullptr));
+    std::vector<cached_session> held;
+    std::vector<bool> used;
+    tls_saved_session k;
+    for (std::size_t i = 0; i < tls.saved_capacity(); ++i) {
+        if (tls.saved_session(i, k)) {
+            cached_session e;
+            e.host = text(k.host);
+            e.port = k.port;
+            e.server_name = text(k.server_name);
+            e.data.assign(reinterpret_cast<const char*>(k.data), k.size);
+            e.saved = now;
+            held.push_back(e);
+            used.push_back(k.used);
+        }
+    }
+    std::vector<cached_session> keep;
+    std::vector<bool> taken = used;  // each held entry once
+    for (std::size_t i = 0; i < held.size(); ++i) {
+        if (used[i]) {
+            keep.push_back(held[i]);
+        }
+    }
+    for (std::size_t i = 0; i < sessions.entries.size(); ++i) {
+        const cached_session& old = sessions.entries[i];
+        bool in_transport = false;
+        for (std::size_t j = 0; j < held.size(); ++j) {
+            if (held[j].same_peer(old)) {
+                in_transport = true;
+                if (!taken[j]) {
+                    taken[j] = true;
+                    keep.push_back(held[j]);
+                    keep.back().saved = old.saved;
+                }
+            }
+        }
+        if (!in_transport && !sessions.imported[i]) {
+            keep.push_back(old);
+        }
+    }
+    std::stable_sort(
+        keep.begin(), keep.end(),
+        [](const cached_session& a, const cached_session& b) { return a.saved > b.saved; });
+    if (keep.size() > session_cache_max) {
+        keep.resize(session_cache_max);
+    }
+    const std::string bytes = encode_sessions(keep);
+    if (bytes == sessions.raw) {
+        return;  // nothing new: the file stays untouched
+    }
+    std::string why;
+    if (!write_session_cache(opt.tls_session_cache, bytes, opt.tls_session_cache_default, why)) {
+        say(1, "warning: TLS session cache %s: %s", opt.tls_session_cache.c_str(), why.c_str());
+    }
+#endif
 }
 
 // How long any one operation may take, all nodes and retries included.

@@ -52,7 +52,12 @@ int not_acquired(const edgelock::client_lock& l, const edgelock::lock_event& ev)
 edgelock::instant op_bound(edgelock::duration extra);
 
 // Configures the client and attaches the lock; exit_ok or the exit status.
+// With TLS, the kept sessions (--tls-session-cache) are read here, before
+// the loop.
 int setup(edgelock::client_lock& l);
+// After the loop: says how the TLS handshakes went (-v) and writes the kept
+// sessions back to --tls-session-cache when they changed.
+void save_tls_sessions();
 
 int run_command(edgelock::client_lock& l);
 int acquire_command(edgelock::client_lock& l);

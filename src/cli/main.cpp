@@ -70,6 +70,7 @@ int run_agent() {
     driver.settle(port::now() + duration::seconds(8));
     l.detach();
     driver.disconnect();
+    save_tls_sessions();
     return status;
 }
 

@@ -9,6 +9,7 @@
 
 #include "edgelock/lock.hpp"
 #include "node_list.hpp"
+#include "session_cache.hpp"
 
 namespace edgelock_cli {
 
@@ -47,6 +48,11 @@ const char* usage_text() {
            "                             certificate (default: each node's host)\n"
            "      --insecure             TLS without checking the server's certificate:\n"
            "                             anyone on the path can read and change traffic\n"
+           "      --tls-session-cache FILE\n"
+           "                             keep TLS sessions in FILE between runs: the next\n"
+           "                             handshake with a node is one round trip shorter\n"
+           "                             (default $XDG_RUNTIME_DIR/edgelock/tls-sessions;\n"
+           "                             none: off)\n"
            "  -v, --verbose              say what happens, on stderr\n"
            "  -q, --quiet                no messages but usage errors\n"
            "  -h, --help                 this text\n"
@@ -178,6 +184,7 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
     }
     std::vector<std::string> operands;
     bool after_dashes = false;
+    bool session_cache_given = false;
     int i = 1;
     // The value of an option: "--ttl 5s", "--ttl=5s", "-t5s" or "-t 5s".
     auto value_of = [&](const std::string& arg, std::size_t name_len, std::string& v) {
@@ -327,6 +334,16 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                                  : name == "--key"       ? o.tls_key
                                                          : o.sni;
             field = v;
+        } else if (name == "--tls-session-cache") {
+            if (!value_of(arg, name.size(), v)) {
+                return false;
+            }
+            if (v.empty()) {
+                error = name + " needs a value (a file, or none)";
+                return false;
+            }
+            o.tls_session_cache = v == "none" ? std::string() : v;
+            session_cache_given = true;
         } else if (name == "-v" || name == "--verbose") {
             o.verbosity = 2;
         } else if (name == "-q" || name == "--quiet") {
@@ -392,11 +409,15 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
         return false;
     }
     const bool tls_option = !o.cacert.empty() || !o.cacertdir.empty() || !o.cert.empty() ||
-                            !o.sni.empty() || o.insecure;
+                            !o.sni.empty() || o.insecure || session_cache_given;
     if (tls_option && !wants_tls(o)) {
         // Said rather than ignored: the user believes the traffic is protected.
         error = "TLS options need --tls or a rediss:// or rediss-sentinel:// node";
         return false;
+    }
+    if (!session_cache_given) {
+        o.tls_session_cache = default_session_cache();
+        o.tls_session_cache_default = !o.tls_session_cache.empty();
     }
     out = o;
     return true;

@@ -46,7 +46,11 @@ struct options {
     std::string tls_key;
     std::string sni;
     bool insecure = false;
-    int verbosity = 1;  // 0 quiet, 1 normal, 2 verbose
+    // --tls-session-cache FILE: TLS sessions kept between runs
+    // (session_cache.hpp); "" when off (none, or no default).
+    std::string tls_session_cache;
+    bool tls_session_cache_default = false;  // the default path: its directory is made
+    int verbosity = 1;                       // 0 quiet, 1 normal, 2 verbose
     std::string key;
     std::string token;               // renew, release
     std::vector<std::string> child;  // run: COMMAND [ARG...]
