@@ -381,7 +381,8 @@ void save_tls_sessions() {
     // order (newest first): as the transport holds them now (it may have
     // replaced or forgotten those it took), or as they were when it never
     // took them. Sorted by time, ties in that order.
-    const std::uint64_t now = static_cast<std::uint64_t>(std::time(nullptr));
+    const std::time_t clock = std::time(nullptr);
+    const std::uint64_t now = clock > 0 ? static_cast<std::uint64_t>(clock) : 0;
     std::vector<cached_session> held;
     std::vector<bool> used;
     tls_saved_session k;
@@ -428,8 +429,8 @@ void save_tls_sessions() {
         keep.resize(session_cache_max);
     }
     const std::string bytes = encode_sessions(keep);
-    if (bytes == sessions.raw) {
-        return;  // nothing new: the file stays untouched
+    if (bytes == sessions.raw || (keep.empty() && sessions.raw.empty())) {
+        return;  // nothing new (or nothing at all): the file stays untouched
     }
     std::string why;
     if (!write_session_cache(opt.tls_session_cache, bytes, opt.tls_session_cache_default, why)) {

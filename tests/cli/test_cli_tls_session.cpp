@@ -426,6 +426,25 @@ TEST_CASE("cli tls session: the file keeps the 16 newest nodes' sessions", "[cli
     CHECK(run_to(0).offered == 0);  // the oldest went
 }
 
+TEST_CASE("cli tls session: a run that made no TLS session writes no file", "[cli][tls][resume]") {
+    temp_dir dir;
+    const std::string cache = dir / "sessions";
+    const strings args{"acquire",
+                       "--tls",
+                       "--tls-session-cache",
+                       cache,
+                       "-t",
+                       "1s",
+                       "-N",
+                       "redis://127.0.0.1:" + std::to_string(free_port()),
+                       "k"};
+    const run_result r = agent(args);
+    INFO(show(args, r));
+    CHECK(r.status == exit_unavailable);
+    CHECK_FALSE(file_exists(cache));
+    CHECK_FALSE(contains(r.err, "warning"));
+}
+
 TEST_CASE("cli tls session: the option needs TLS and a value", "[cli][tls][resume]") {
     const run_result no_tls =
         agent({"acquire", "--tls-session-cache", "/tmp/x", "-N", "redis://127.0.0.1:1", "k"});
