@@ -189,7 +189,7 @@ TEST_CASE("cli tls session: a second run resumes the first's session, without a 
     CHECK(without.down > second.down + 400);
 }
 
-TEST_CASE("cli tls session: the default cache is under $XDG_RUNTIME_DIR; none turns it off",
+TEST_CASE("cli tls session: the default cache is under $XDG_RUNTIME_DIR and none turns it off",
           "[cli][tls][resume]") {
     tls_certs certs;
     tls_node n(certs);
@@ -303,8 +303,9 @@ TEST_CASE("cli tls session: a server restarted with new keys: a full handshake, 
     CHECK(resumed.h.resumed == 1);
 }
 
-TEST_CASE("cli tls session: a damaged cache is ignored and rewritten; another file is left alone",
-          "[cli][tls][resume]") {
+TEST_CASE(
+    "cli tls session: a damaged cache is ignored and rewritten and another file is left alone",
+    "[cli][tls][resume]") {
     tls_certs certs;
     tls_node n(certs);
     const strings args = n.args({"--tls-session-cache", n.cache});

@@ -210,7 +210,7 @@ TEST_CASE("a set-up failing at each step is reported and keeps the node out of t
     }
 }
 
-TEST_CASE("scripts go as EVALSHA; a NOSCRIPT sends the EVAL that fills the cache",
+TEST_CASE("scripts go as EVALSHA and a NOSCRIPT sends the EVAL that fills the cache",
           "[client][sim][handshake]") {
     sim::net n(502);
     n.add_nodes(1);

@@ -245,7 +245,7 @@ TEST_CASE("tls resume: another server, or the same one named otherwise, is never
     CHECK(master_of(kept_for(tls, "localhost", b.port()).data) == master_of(on_b.data));
 }
 
-TEST_CASE("tls resume: a server restarted with new keys refuses it; the new session replaces it",
+TEST_CASE("tls resume: a server restarted with new keys refuses it and the new session replaces it",
           "[client][tls][resume]") {
     tls_certs certs;
     redis_server srv(certs.server_files(), {});
@@ -334,8 +334,9 @@ TEST_CASE("tls resume: the least recently used peer's session goes when the entr
     CHECK(kept_count(none) == 0);
 }
 
-TEST_CASE("tls resume: a session carried to another transport resumes there; bad ones refused",
-          "[client][tls][resume]") {
+TEST_CASE(
+    "tls resume: a session carried to another transport resumes there and bad ones are refused",
+    "[client][tls][resume]") {
     tls_certs certs;
     redis_server srv(certs.server_files(), {});
     const std::string url = tls_url(srv.port());
