@@ -166,6 +166,12 @@ public:
     // With `enough` above 0, returns as soon as that many nodes are ready (a
     // quorum, say), leaving the rest to finish in the background.
     std::uint8_t connect(instant deadline, std::uint8_t enough = 0) noexcept;
+    // As connect(), but a node counts once it can take lock requests: ready,
+    // or with its set-up written, so that the first request goes in the same
+    // flight (one round trip less; the set-up's checks still decide, see
+    // README "Set-up"). Returns how many can; node(i) may still say
+    // `handshake` for them, and set-up warnings come with the first replies.
+    std::uint8_t open(instant deadline, std::uint8_t enough = 0) noexcept;
 
     // One command outside any lock (a status tool's PTTL, say), on node
     // `index`'s connection behind whatever is in flight there: connects if
@@ -393,6 +399,9 @@ private:
     bool node_settled(std::uint8_t n) const noexcept;
     bool all_settled() const noexcept;
     bool all_startable() const noexcept;
+    bool startable(std::uint8_t n) const noexcept;
+    std::uint8_t startable_count() const noexcept;
+    std::uint8_t connect_until(instant deadline, std::uint8_t enough, bool early) noexcept;
     bool node_wanted(std::uint8_t n) const noexcept;
     bool lock_active(const client_lock& l) const noexcept;
 

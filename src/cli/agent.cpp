@@ -360,8 +360,9 @@ int setup(client_lock& l) {
     }
     l.set_callback(on_lock_event, nullptr);
     // A quorum is enough to start; a slow node gets the lock's node_timeout.
-    // By connect_timeout every node is set up or has failed.
-    driver.connect(port::now() + co.connect_timeout, l.machine().quorum());
+    // By connect_timeout every node is set up or has failed. A node counts
+    // once its set-up is written: the acquire goes in the same flight.
+    driver.open(port::now() + co.connect_timeout, l.machine().quorum());
     warn_nodes(false);
     return exit_ok;
 }

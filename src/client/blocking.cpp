@@ -88,6 +88,16 @@ client_errc client_base::settle(instant deadline) noexcept {
 }
 
 std::uint8_t client_base::connect(instant deadline, std::uint8_t enough) noexcept {
+    return connect_until(deadline, enough, false);
+}
+
+std::uint8_t client_base::open(instant deadline, std::uint8_t enough) noexcept {
+    return connect_until(deadline, enough, true);
+}
+
+// connect() and open(): `early` counts a node whose set-up is written.
+std::uint8_t client_base::connect_until(instant deadline, std::uint8_t enough,
+                                        bool early) noexcept {
     if (in_callback_ || node_count_ == 0) {
         return 0;
     }
@@ -95,13 +105,15 @@ std::uint8_t client_base::connect(instant deadline, std::uint8_t enough) noexcep
     instant now = port::now();
     service(now);
     for (;;) {
-        if (all_settled() || (enough > 0 && ready_count() >= enough) || now >= deadline ||
+        const bool done = early ? all_startable() : all_settled();
+        const std::uint8_t count = early ? startable_count() : ready_count();
+        if (done || (enough > 0 && count >= enough) || now >= deadline ||
             wait_once(deadline, now) != client_errc::ok) {
             break;
         }
     }
     connect_wanted_ = false;
-    return ready_count();
+    return early ? startable_count() : ready_count();
 }
 
 client_errc client_base::command(std::uint8_t index, const str_view* args, std::size_t argc,

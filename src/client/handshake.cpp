@@ -266,6 +266,17 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
         // ACL: without INFO nothing is known, and nothing said; without
         // tracking, waiters poll.
     } else if (request == auth && !hello_refused()) {
+        // HELLO answers a map (RESP3) or an array (RESP2), never anything
+        // else: a server that says +OK to it says so to anything, and a lock
+        // request that followed must not count.
+        const std::size_t top = count > 0 ? skip_attributes(nodes, count, 0) : count;
+        if (top >= count ||
+            (nodes[top].type != resp_type::map && nodes[top].type != resp_type::array)) {
+            fail(node_error::unexpected_reply, nodes + top, top < count ? 1 : 0, report);
+            report.message_size = 0;
+            report.append_message("HELLO not answered with its map");
+            return status_;
+        }
         read_hello(nodes, count, report);
     } else if (request == tracking) {
         // The keys this connection reads are tracked. When HELLO, pipelined

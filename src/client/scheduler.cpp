@@ -135,11 +135,23 @@ bool client_base::all_settled() const noexcept {
 // full (the lock requests go behind it, pipeline.cpp).
 bool client_base::all_startable() const noexcept {
     for (std::uint8_t n = 0; n < conn_count_; ++n) {
-        if (!node_settled(n) && !(pipelines(n) && !conns_[n].setup.refused())) {
+        if (!node_settled(n) && !startable(n)) {
             return false;
         }
     }
     return true;
+}
+
+bool client_base::startable(std::uint8_t n) const noexcept {
+    return conns_[n].state == node_state::ready || (pipelines(n) && !conns_[n].setup.refused());
+}
+
+std::uint8_t client_base::startable_count() const noexcept {
+    std::uint8_t count = 0;
+    for (std::uint8_t n = 0; n < node_count_; ++n) {
+        count = static_cast<std::uint8_t>(count + (startable(n) ? 1 : 0));
+    }
+    return count;
 }
 
 std::uint8_t client_base::ready_count() const noexcept {

@@ -236,8 +236,12 @@ void measure_edgelock(route& l) {
         }
         const edgelock::op_result r = lk.release();
         const std::int64_t t1 = mono_ns();
+        // A warm-up release may end at its quorum while the other nodes
+        // still answer the NOSCRIPT of a fresh server's script cache; timed
+        // cycles must be released on every node.
+        const std::size_t released_on = i < 0 ? node_count / 2 + 1 : node_count;
         if (r.error != edgelock::client_errc::ok ||
-            r.event.kind != edgelock::lock_event_kind::released || r.event.nodes != node_count) {
+            r.event.kind != edgelock::lock_event_kind::released || r.event.nodes < released_on) {
             fail(program, format("%s: edgelock release %d: %s, nodes=%u", l.label, i,
                                  describe_result(r).c_str(), r.event.nodes));
         }

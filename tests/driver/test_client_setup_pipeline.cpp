@@ -184,3 +184,31 @@ TEST_CASE("a server without HELLO that wants a password: the acquire it refused 
     CHECK(edgelock_test::value_at(n, 0, "jobs") == edgelock_test::hex(l.token()));
     CHECK(l.release().event.kind == lock_event_kind::released);
 }
+
+TEST_CASE("open() returns once the set-up is written, and the acquire goes in its flight",
+          "[client][sim][handshake]") {
+    sim::net n(605);
+    n.add_nodes(3);
+    fixed_round_trip(n);
+    node_urls urls(n);
+    edgelock::client<3> c;
+    edgelock_test::configure(c, urls);
+    const instant start = n.now();
+    REQUIRE(c.open(n.now() + duration::seconds(1), 2) >= 2);
+    CHECK(round_trips(n, start) == 1.0);  // TCP's handshake only
+    CHECK(c.node(0).state == edgelock::node_state::handshake);
+    edgelock::client_lock l;
+    REQUIRE(l.attach(c, "jobs", edgelock_test::fast_lock_options()) == client_errc::ok);
+    REQUIRE(l.try_acquire().event.kind == lock_event_kind::acquired);
+    CHECK(round_trips(n, start) == 2.0);
+    // A quorum's replies ended the acquire; settle() reads the rest.
+    REQUIRE(c.settle(n.now() + duration::seconds(1)) == client_errc::ok);
+    for (std::uint8_t i = 0; i < 3; ++i) {
+        CHECK(c.node(i).state == edgelock::node_state::ready);
+    }
+    // connect() still waits for the set-up's replies.
+    c.disconnect();
+    const instant again = n.now();
+    REQUIRE(c.connect(n.now() + duration::seconds(1)) == 3);
+    CHECK(round_trips(n, again) == 2.0);
+}

@@ -560,3 +560,20 @@ TEST_CASE("handshake: a subscription's set-up", "[handshake]") {
         }
     }
 }
+
+TEST_CASE("handshake: a HELLO answered with anything but its map fails the node", "[handshake]") {
+    const node_address a = parse("redis://h");
+    for (const char* wire : {"+OK\r\n", ":1\r\n", "$2\r\nhi\r\n", "_\r\n"}) {
+        INFO(wire);
+        client_options o;
+        handshake h;
+        h.start(a, o);
+        const std::vector<request> sent = drain(h);
+        edgelock::detail::node_report report;
+        CHECK(reply(h, sent.at(0).id, wire, report) == handshake_status::failed);
+        CHECK(h.refused());  // a lock request behind it counts for nothing
+        CHECK(report.error == node_error::unexpected_reply);
+        CHECK(std::string(report.message, report.message_size) ==
+              "HELLO not answered with its map");
+    }
+}
