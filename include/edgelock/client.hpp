@@ -162,7 +162,7 @@ public:
     // once each is ready or has failed (or is in backoff), or at `deadline`.
     // Returns how many nodes are ready. Optional: operations connect on demand,
     // but wait for a node's set-up only up to the lock's node_timeout; over a
-    // slow link call connect() once after configure().
+    // slow link call connect() (or open(), below) once after configure().
     // With `enough` above 0, returns as soon as that many nodes are ready (a
     // quorum, say), leaving the rest to finish in the background.
     std::uint8_t connect(instant deadline, std::uint8_t enough = 0) noexcept;
