@@ -257,6 +257,7 @@ private:
                      instant now) noexcept;
     // A reply to the SET acquire that sends the script instead: true when it did.
     bool answer_set_acquire(slot& s, const detail::lock_reply& r) noexcept;
+    bool taken_by_another(const detail::lock_reply& r) const noexcept;
     // How a node that stopped answering counts: busy if it said so already.
     static vote silent_vote(const slot& s) noexcept;
     std::uint32_t tag_for(req kind) const noexcept;

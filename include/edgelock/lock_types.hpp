@@ -211,10 +211,15 @@ struct lock_transmit {
     lock_errc error = lock_errc::ok;
     std::size_t size = 0;   // ok: bytes written (0: nothing to send); buffer_too_small: needed
     std::uint32_t tag = 0;  // hand back with the reply to this request
-    // Commands written ahead of the request whose replies come first and are
-    // to be dropped unread: 1 for the CLIENT CACHING yes that makes a told
-    // node track the key this acquire reads (lock_node_caps::told), else 0.
+    // Commands written ahead of the request whose replies come first: 1 for
+    // the CLIENT CACHING yes that makes a told node track the key this
+    // acquire reads (lock_node_caps::told), 2 when a PTTL of the key follows
+    // it (a told waiter's SET acquire: the PTTL is the read that is tracked,
+    // and says the holder's ttl), else 0. Drop their replies unread, except
+    // the last one's when preceding_tag is not 0: hand it to on_reply with
+    // that tag.
     std::uint8_t preceding = 0;
+    std::uint32_t preceding_tag = 0;
     // Commands written after the request, whose replies come after its own:
     // 1 for the WAIT of lock_options::min_replicas, else 0. Hand its reply to
     // on_reply with following_tag.

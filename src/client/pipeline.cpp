@@ -234,10 +234,10 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             caps.set_nx_get = ready ? c.report.set_nx_get : !c.setup.hello_refused();
             caps.told = (ready ? c.report.tracking : c.setup.tracking_asked()) && !asking;
             l->machine_.set_node_caps(node, caps);
-            // A request may take four entries: ASKING ahead of one a Cluster
-            // node sent here, CLIENT CACHING ahead of an acquire on a told
-            // node, and WAIT after it with min_replicas.
-            const std::size_t entries = 1u + (caps.told ? 1u : 0u) + (asking ? 1u : 0u) +
+            // A request may take five entries: ASKING ahead of one a Cluster
+            // node sent here, CLIENT CACHING (and PTTL) ahead of an acquire
+            // on a told node, and WAIT after it with min_replicas.
+            const std::size_t entries = 1u + (caps.told ? 2u : 0u) + (asking ? 1u : 0u) +
                                         (l->machine_.options().min_replicas > 0 ? 1u : 0u);
             if (c.fifo.size() + entries > c.fifo.capacity) {
                 break;
@@ -279,6 +279,14 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             for (std::uint8_t i = 0; i < t.preceding; ++i) {
                 detail::in_flight skip;  // CLIENT CACHING yes: its +OK is not read
                 skip.to = reply_to::discard;
+                if (i + 1 == t.preceding && t.preceding_tag != 0) {
+                    // The PTTL ahead of a told waiter's SET: the machine
+                    // reads it (as it reads a WAIT: never redirected).
+                    skip.lock = l;
+                    skip.tag = t.preceding_tag;
+                    skip.to = reply_to::lock;
+                    skip.follows = true;
+                }
                 push_in_flight(n, skip, now);
             }
             detail::in_flight f;

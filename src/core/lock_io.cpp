@@ -111,6 +111,18 @@ lock::vote lock::silent_vote(const slot& s) noexcept {
     return (s.flags & slot_found_taken) != 0 ? vote::refused : vote::no;
 }
 
+bool lock::taken_by_another(const detail::lock_reply& r) const noexcept {
+    if (r.shape == detail::reply_shape::wrongtype) {
+        return true;  // another layout's lock (a reentrant hash)
+    }
+    if (r.shape != detail::reply_shape::text) {
+        return false;
+    }
+    char hex[owner_token::hex_size];
+    token_.to_hex(hex);
+    return r.text != str_view(hex, sizeof hex);
+}
+
 bool lock::answer_set_acquire(slot& s, const detail::lock_reply& r) noexcept {
     // The SET did not set the key, or the server is not the one we took it
     // for: this node gets the acquire script instead, in the same round.
@@ -162,6 +174,15 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
     const std::uint32_t kind_bits = tag & ((1U << tag_kind_bits) - 1);
     const std::uint32_t round = tag >> tag_kind_bits;
     const bool via_set = kind_bits == tag_set_acquire;
+    if (kind_bits == tag_wait && options_.min_replicas == 0) {
+        // The PTTL ahead of a told waiter's SET (lock_transmit.cpp): the
+        // holder's ttl, should the SET find the key taken.
+        if (r.shape == detail::reply_shape::integer && r.first >= 0 && round_open() &&
+            round == (round_ & round_mask) && (s.flags & slot_told_set) != 0) {
+            busy_ttl_ms_ = busy_ttl_ms_ < 0 || r.first < busy_ttl_ms_ ? r.first : busy_ttl_ms_;
+        }
+        return lock_errc::ok;
+    }
     if (kind_bits == tag_wait) {
         answer_wait(s, round, r, now);
         return lock_errc::ok;
@@ -232,7 +253,13 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         handle_late(s, kind, round, v == vote::yes);
         return lock_errc::ok;
     }
-    if (via_set && answer_set_acquire(s, r)) {
+    if (via_set && (s.flags & slot_told_set) != 0 && taken_by_another(r)) {
+        // A told waiter's SET: the PTTL ahead of it read the key, which is
+        // now tracked, and said the holder's ttl. Busy, no script needed.
+        v = vote::refused;
+        value = -1;
+        contended_ = true;
+    } else if (via_set && answer_set_acquire(s, r)) {
         return lock_errc::ok;
     }
     if (r.shape == detail::reply_shape::noscript && (s.flags & slot_retried) == 0) {

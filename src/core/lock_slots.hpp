@@ -24,15 +24,17 @@ constexpr std::uint16_t slot_found_taken = 1024;  // this round: SET found anoth
 constexpr std::uint16_t slot_said_busy = 2048;    // this round: the node answered "busy"
 constexpr std::uint16_t slot_told = 4096;         // the node tells of key changes
 constexpr std::uint16_t slot_wait_due = 8192;     // this round: "yes", once WAIT agrees
+constexpr std::uint16_t slot_told_set = 16384;    // this round: SET behind CACHING and PTTL
 // Kept from round to round; the rest describe the current round.
 constexpr std::uint16_t slot_round_bits = slot_in_flight | slot_eval | slot_retried |
                                           slot_as_script | slot_found_taken | slot_said_busy |
-                                          slot_wait_due;
+                                          slot_wait_due | slot_told_set;
 
 // Tags: round number in the high 29 bits, request kind in the low 3: a
 // lock::req, tag_set_acquire for an acquire sent as SET NX PX GET (its
 // reply reads differently from the script's, late ones included), or
-// tag_wait for the WAIT that follows a request (lock_options::min_replicas).
+// tag_wait for the WAIT that follows a request (lock_options::min_replicas)
+// or, without min_replicas, the PTTL ahead of a told waiter's SET acquire.
 constexpr std::uint32_t tag_kind_bits = 3;
 constexpr std::uint32_t tag_wait = 6;
 constexpr std::uint32_t tag_set_acquire = 7;

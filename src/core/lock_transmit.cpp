@@ -59,10 +59,17 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const str_view ttl(numbers_[0], number_sizes_[0]);
     char fence_digits[20];
 
-    const bool via_set =
-        kind == req::acquire && options_.mode == lock_mode::plain && !contended_ &&
-        options_.min_replicas == 0 &&
+    const bool set_capable =
+        kind == req::acquire && options_.mode == lock_mode::plain && options_.min_replicas == 0 &&
         (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get;
+    // A told waiter's next try (the key was found taken): CLIENT CACHING yes,
+    // PTTL, then the SET. The PTTL is the tracked read and says the holder's
+    // ttl, which the script was sent for; three commands Redis runs faster
+    // than one script, which matters when a release wakes every waiter and
+    // the winner's reply waits for all of them. The PTTL goes first: a
+    // release between the two is then either taken by the SET or pushed.
+    const bool told_set = set_capable && contended_ && (s.flags & slot_told) != 0;
+    const bool via_set = set_capable && (!contended_ || told_set);
     const lock_script* script = &script_release;
     str_view keys[2] = {lock_key, str_view()};
     str_view args[2] = {token_view, ttl};
@@ -114,8 +121,11 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     // key an acquire script reads when it finds it busy. The request goes
     // first, behind room for that prefix, so nothing is written unless both fit.
     const str_view caching[] = {"CLIENT", "CACHING", "yes"};
-    const bool prefixed = kind == req::acquire && !via_set && (s.flags & slot_told) != 0;
-    const std::size_t at = prefixed ? resp_command_size(caching, 3) : 0;
+    const str_view pttl[] = {"PTTL", lock_key};
+    const bool prefixed =
+        kind == req::acquire && (!via_set || told_set) && (s.flags & slot_told) != 0;
+    const std::size_t at =
+        prefixed ? resp_command_size(caching, 3) + (told_set ? resp_command_size(pttl, 2) : 0) : 0;
     // With min_replicas, WAIT follows an acquire or a renew: room for it is
     // kept behind the request, so nothing is written unless all of it fits.
     const bool waits = options_.min_replicas > 0 && (kind == req::acquire || kind == req::renew);
@@ -135,6 +145,11 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     resp_encoded pre;
     if (prefixed) {
         pre = resp_encode_command(buf, at, caching, 3);
+        if (told_set) {
+            const resp_encoded p = resp_encode_command(buf + pre.size, at - pre.size, pttl, 2);
+            pre.size += p.size;
+            out.preceding_tag = ((round_ & round_mask) << tag_kind_bits) | tag_wait;
+        }
     }
     resp_encoded post;
     if (waits) {
@@ -142,7 +157,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         out.following = 1;
         out.following_tag = ((round_ & round_mask) << tag_kind_bits) | tag_wait;
     }
-    out.preceding = pre.size > 0 ? 1 : 0;
+    out.preceding = static_cast<std::uint8_t>(pre.size == 0 ? 0 : told_set ? 2 : 1);
     out.size = pre.size + enc.size + post.size;
     out.tag =
         via_set ? (tag_for(kind) & ~((1U << tag_kind_bits) - 1)) | tag_set_acquire : tag_for(kind);
@@ -150,7 +165,8 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         s.flags = static_cast<std::uint16_t>((s.flags & ~slot_cleanup) | slot_cleanup_out);
     } else {
         s.send = req::none;
-        s.flags = static_cast<std::uint16_t>(s.flags | slot_in_flight);
+        s.flags =
+            static_cast<std::uint16_t>(s.flags | slot_in_flight | (told_set ? slot_told_set : 0));
     }
     return out;
 }

@@ -227,3 +227,64 @@ TEST_CASE("notify: on a told node only an acquire script asks to be tracked", "[
         CHECK(t.size == caching.size() + alone);
     }
 }
+
+TEST_CASE("notify: a told waiter's next try is CLIENT CACHING yes, PTTL and SET, no script",
+          "[lock][notify]") {
+    waiter w;
+    edgelock::lock_node_caps caps = told_caps();
+    caps.set_nx_get = true;
+    REQUIRE(w.l.set_node_caps(0, caps) == lock_errc::ok);
+    REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+    // The first try: SET alone; it finds the key taken, and the script goes
+    // in the same round (behind CLIENT CACHING yes: tracked, the ttl said).
+    const sent first = take(w.l, 0);
+    CHECK(first.bytes.rfind("*7\r\n$3\r\nSET\r\n", 0) == 0);
+    reply(w.l, 0, first.tag, "$32\r\n0123456789abcdef0123456789abcdef\r\n",
+          t0 + duration::millis(1));
+    const sent script = take(w.l, 0);
+    CHECK(script.bytes.find("EVALSHA") != std::string::npos);
+    reply(w.l, 0, script.tag, busy_reply, t0 + duration::millis(2));
+    REQUIRE(w.l.state() == lock_state::retry_wait);
+
+    // Told of a change: CLIENT CACHING yes, PTTL (tracked, the holder's
+    // ttl), then SET, whose "taken" is the answer: no script.
+    REQUIRE(w.l.on_key_changed(t0 + duration::millis(5)) == lock_errc::ok);
+    char buf[edgelock::lock_max_request];
+    const edgelock::lock_transmit t = w.l.poll_transmit(0, buf, sizeof buf);
+    REQUIRE(t.error == lock_errc::ok);
+    const std::string bytes(buf, t.size);
+    const std::string head =
+        "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nyes\r\n"
+        "*2\r\n$4\r\nPTTL\r\n$4\r\njobs\r\n*7\r\n$3\r\nSET\r\n";
+    CHECK(bytes.rfind(head, 0) == 0);
+    CHECK(t.preceding == 2);
+    REQUIRE(t.preceding_tag != 0);
+    reply(w.l, 0, t.preceding_tag, ":700\r\n", t0 + duration::millis(6));
+    SECTION("taken: busy, with the PTTL's ttl") {
+        reply(w.l, 0, t.tag, "$32\r\nfedcba9876543210fedcba9876543210\r\n",
+              t0 + duration::millis(6));
+        CHECK(w.l.next_send(0) == edgelock::lock::outgoing::none);  // no script, no cleanup
+        CHECK(w.l.state() == lock_state::retry_wait);
+        w.l.on_key_changed(t0 + duration::millis(7));
+        const sent third = take(w.l, 0);
+        CHECK(third.bytes.find("PTTL") != std::string::npos);
+        reply(w.l, 0, third.tag, "_\r\n", t0 + duration::millis(8));
+        lock_event ev;
+        REQUIRE(w.l.poll_event(ev));
+        CHECK(ev.kind == lock_event_kind::acquired);
+    }
+    SECTION("free: the SET took it") {
+        reply(w.l, 0, t.tag, "_\r\n", t0 + duration::millis(6));
+        lock_event ev;
+        REQUIRE(w.l.poll_event(ev));
+        CHECK(ev.kind == lock_event_kind::acquired);
+    }
+    SECTION("the last try: the busy event says the PTTL's ttl") {
+        reply(w.l, 0, t.tag, "$32\r\nfedcba9876543210fedcba9876543210\r\n",
+              t0 + duration::seconds(6));  // past the wait: no try after this one
+        lock_event ev;
+        REQUIRE(w.l.poll_event(ev));
+        CHECK(ev.kind == lock_event_kind::busy);
+        CHECK(ev.holder_ttl_ms == 700);
+    }
+}
