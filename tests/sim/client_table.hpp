@@ -13,6 +13,17 @@
 // a session is not told of its own writes. A flush tells every tracking
 // session, with a null key list.
 //
+// BCAST (CLIENT TRACKING ON BCAST [PREFIX p]...): a session reads nothing
+// into the table; it hears of every key that starts with one of its
+// prefixes (none given: the empty one, every key). Redis gathers the keys
+// changed in one turn of its event loop and, before sleeping, sends each such
+// session one message per prefix holding all of them, deduplicated and in
+// byte order, prefixes in byte order too; here one command (a script
+// included) or one active-expiry pass is one turn. BCAST sessions are never
+// forgotten: they keep hearing until tracking is off. NOLOOP: the keys the
+// session's own command changed last are left out (an expiry, lazy or
+// active, has no writer: a key its command found expired is told).
+//
 // The net (sim/net.cpp) gives every connection its session and its id (the
 // CLIENT ID), and delivers what waits in the outbox after each command and
 // each fault; replies go first on the connection that sent the command.
@@ -37,8 +48,11 @@ struct session {
     bool authenticated = false;
     std::uint32_t db = 0;
     std::string name;
-    // CLIENT TRACKING ON [REDIRECT id] [OPTIN] [NOLOOP]; CLIENT CACHING yes.
+    // CLIENT TRACKING ON [REDIRECT id] [BCAST [PREFIX p]...] [OPTIN] [NOLOOP];
+    // CLIENT CACHING yes.
     bool tracking = false;
+    bool bcast = false;              // broadcasting mode
+    std::set<std::string> prefixes;  // BCAST: never overlapping ("" alone: every key)
     bool optin = false;
     bool noloop = false;
     bool caching = false;
@@ -78,7 +92,7 @@ public:
     // After a command of `s`: what it read is remembered, and what it (or
     // an expiry on the way) changed is told.
     void after_command(session& s, keyspace& ks, bool client_command) {
-        if (s.tracking && (!s.optin || s.caching)) {
+        if (s.tracking && !s.bcast && (!s.optin || s.caching)) {
             for (const std::string& k : ks.read_keys) {
                 tracked[k].insert(s.id);
             }
@@ -89,14 +103,75 @@ public:
         ks.read_keys.clear();
         changed(ks, &s);
     }
-    // Keys changed with no command behind them (an active expiry).
+    // The keys `ks` noted as changed by `writer`'s command (nullptr: no
+    // command, an active expiry), told as one turn of the event loop.
     void changed(keyspace& ks, const session* writer) {
-        std::vector<std::string> keys;
-        keys.swap(ks.changed_keys);
-        for (const std::string& k : keys) {
-            invalidate(k, writer);
+        std::vector<keyspace::change> changes;
+        changes.swap(ks.changed_keys);
+        changed(changes, writer);
+    }
+    void changed(const std::vector<keyspace::change>& changes, const session* writer) {
+        for (const keyspace::change& c : changes) {
+            invalidate(c.key, writer);
+        }
+        broadcast(changes, writer);
+    }
+
+    // BCAST: each alive broadcasting session hears, per prefix of its own
+    // that some changed keys start with, one [invalidate, [k1, k2, ...]].
+    // NOLOOP drops the keys whose last change was its own (an expiry, even
+    // one its command found, is nobody's).
+    void broadcast(const std::vector<keyspace::change>& changes, const session* writer) {
+        std::map<std::string, const session*> last;  // key -> its last writer, sorted
+        for (const keyspace::change& c : changes) {
+            last[c.key] = c.expired ? nullptr : writer;
+        }
+        if (last.empty()) {
+            return;
+        }
+        // Prefix by prefix, as Redis walks its prefix table.
+        std::map<std::string, std::vector<const session*>> by_prefix;
+        for (const auto& kv : sessions) {
+            const session& s = *kv.second;
+            if (s.alive && s.tracking && s.bcast) {
+                for (const std::string& p : s.prefixes) {
+                    by_prefix[p].push_back(&s);
+                }
+            }
+        }
+        for (const auto& [prefix, listeners] : by_prefix) {
+            for (const session* s : listeners) {
+                std::string list;
+                std::size_t count = 0;
+                for (auto it = last.lower_bound(prefix);
+                     it != last.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+                    if (!(s->noloop && it->second == s)) {
+                        list += resp_bulk(it->first);
+                        ++count;
+                    }
+                }
+                if (count != 0) {
+                    list = "*" + std::to_string(count) + "\r\n" + list;
+                    tell(*s, list, list);
+                }
+            }
         }
     }
+
+    // The prefixes of every alive broadcasting session.
+    std::set<std::string> bcast_prefixes() const {
+        std::set<std::string> out;
+        for (const auto& kv : sessions) {
+            const session& s = *kv.second;
+            if (s.alive && s.tracking && s.bcast) {
+                out.insert(s.prefixes.begin(), s.prefixes.end());
+            }
+        }
+        return out;
+    }
+    // Whether a change to some key may be told to someone (the active
+    // expiry runs only then).
+    bool tracks_anything() const { return !tracked.empty() || !bcast_prefixes().empty(); }
 
     void invalidate(const std::string& key, const session* writer) {
         const auto it = tracked.find(key);
@@ -107,7 +182,7 @@ public:
         tracked.erase(it);
         for (const std::uint64_t id : readers) {
             const session* s = find(id);
-            if (s == nullptr || !s->tracking || (s->noloop && s == writer)) {
+            if (s == nullptr || !s->tracking || s->bcast || (s->noloop && s == writer)) {
                 continue;
             }
             tell(*s, "*1\r\n" + resp_bulk(key), "*1\r\n" + resp_bulk(key));

@@ -94,9 +94,15 @@ public:
     std::map<std::string, entry> data;
 
     // What the commands since the last take read and changed (when noting).
+    // A change is an expiry when the key was deleted for its time (lazily by
+    // a command, or actively): Redis gives such a change no writer.
+    struct change {
+        std::string key;
+        bool expired = false;
+    };
     bool noting = false;
     std::vector<std::string> read_keys;
-    std::vector<std::string> changed_keys;
+    std::vector<change> changed_keys;
 
     // The live entry at `key`, or nullptr; an expired one is deleted on the way.
     entry* find(const std::string& key, std::uint64_t now) {
@@ -106,7 +112,7 @@ public:
         }
         if (it->second.expire_at != 0 && it->second.expire_at <= now) {
             data.erase(it);
-            changed(key);
+            changed(key, true);
             return nullptr;
         }
         return &it->second;
@@ -116,7 +122,7 @@ public:
     void expire_due(std::uint64_t now) {
         for (auto it = data.begin(); it != data.end();) {
             if (it->second.expire_at != 0 && it->second.expire_at <= now) {
-                changed(it->first);
+                changed(it->first, true);
                 it = data.erase(it);
             } else {
                 ++it;
@@ -251,9 +257,9 @@ private:
             read_keys.push_back(k);
         }
     }
-    void changed(const std::string& k) {
+    void changed(const std::string& k, bool expired = false) {
         if (noting) {
-            changed_keys.push_back(k);
+            changed_keys.push_back(change{k, expired});
         }
     }
     static void wrongtype() {

@@ -328,7 +328,7 @@ void net::deliver_unasked(int i) {
 
 void net::schedule_expiry(int i) {
     sim_node& n = *nodes_[static_cast<std::size_t>(i)];
-    if (!n.up || !n.redis.tracking || n.redis.clients.tracked.empty()) {
+    if (!n.up || !n.redis.tracking || !n.redis.clients.tracks_anything()) {
         return;  // a node down expires nothing; its restart forgets its clients
     }
     const std::uint64_t next = n.redis.next_tracked_expiry();

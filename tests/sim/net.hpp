@@ -22,8 +22,8 @@
 // A node's unasked messages (pub/sub, tracking invalidations: its
 // client_table's outbox) go out after each command and each fault, on the
 // connection's way back, in order with its replies. Keys that some client
-// tracks are deleted when they expire, as Redis's active expiry does, so
-// their readers are told.
+// tracks (read, or matched by a BCAST prefix) are deleted when they expire,
+// as Redis's active expiry does, so their readers and listeners are told.
 //
 // Faults: per node latency range and request loss (the connection breaks,
 // before or after the request ran), crash (connections reset, connects

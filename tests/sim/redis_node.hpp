@@ -13,7 +13,8 @@
 // find the script by its exact text and cache its digest.
 //
 // Its clients (sim/client_table.hpp): CLIENT ID, SUBSCRIBE and, when
-// `tracking` is set, CLIENT TRACKING and CLIENT CACHING, with invalidations
+// `tracking` is set, CLIENT TRACKING (default, OPTIN and BCAST modes:
+// sim/client_tracking.hpp) and CLIENT CACHING, with invalidations
 // pushed or published as Redis 7 does; unset, tracking is refused as by an
 // ACL and waiters must poll. A replica refuses writes with READONLY (unless
 // it is made writable, as replica-read-only no does). A
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "sim/client_table.hpp"
+#include "sim/client_tracking.hpp"
 #include "sim/keyspace.hpp"
 #include "sim/redis_scripts.hpp"
 
@@ -106,27 +108,42 @@ public:
         other_dbs = master.other_dbs;
     }
 
-    // Redis's active expiry of the keys some client tracks: the earliest
-    // such key's expiry (0: none), and the deletion of those due.
+    // Redis's active expiry of the keys some client tracks (read in default
+    // or OPTIN mode, or matched by a BCAST prefix): the earliest such key's
+    // expiry (0: none), and the deletion of those due, told as one pass.
     std::uint64_t next_tracked_expiry() {
         std::uint64_t at = 0;
-        for (const auto& kv : clients.tracked) {
-            for (keyspace* ks : all_dbs()) {
+        const auto earlier = [&at](const keyspace::entry& e) {
+            if (e.expire_at != 0 && (at == 0 || e.expire_at < at)) {
+                at = e.expire_at;
+            }
+        };
+        const std::set<std::string> prefixes = clients.bcast_prefixes();
+        for (keyspace* ks : all_dbs()) {
+            for (const auto& kv : clients.tracked) {
                 const auto it = ks->data.find(kv.first);
-                if (it != ks->data.end() && it->second.expire_at != 0 &&
-                    (at == 0 || it->second.expire_at < at)) {
-                    at = it->second.expire_at;
+                if (it != ks->data.end()) {
+                    earlier(it->second);
+                }
+            }
+            for (const std::string& p : prefixes) {
+                for (auto it = ks->data.lower_bound(p);
+                     it != ks->data.end() && it->first.compare(0, p.size(), p) == 0; ++it) {
+                    earlier(it->second);
                 }
             }
         }
         return at;
     }
     void expire_tracked(std::uint64_t now) {
+        std::vector<keyspace::change> keys;
         for (keyspace* ks : all_dbs()) {
             ks->noting = tracking;
             ks->expire_due(now);
-            clients.changed(*ks, nullptr);
+            keys.insert(keys.end(), ks->changed_keys.begin(), ks->changed_keys.end());
+            ks->changed_keys.clear();
         }
+        clients.changed(keys, nullptr);
     }
 
     // Lock requests sent to this node (EVAL, EVALSHA and the SET acquire).
@@ -173,68 +190,20 @@ private:
         return w.count(cmd) != 0;
     }
 
-    // CLIENT ID, TRACKING and CACHING.
+    // CLIENT ID, TRACKING and CACHING (sim/client_tracking.hpp).
     std::string client_command(session& s, const std::string& sub,
                                const std::vector<std::string>& argv) {
         if (sub == "CLIENT ID" && argv.size() == 2) {
             return resp_int(static_cast<std::int64_t>(s.id));
         }
         if (sub == "CLIENT CACHING" && argv.size() == 3) {
-            if (!s.tracking || !s.optin) {
-                throw redis_error(
-                    "ERR CLIENT CACHING can be called only when the client is in tracking mode "
-                    "with OPTIN or OPTOUT mode enabled");
-            }
-            const std::string v = upper(argv[2]);
-            if (v != "YES" && v != "NO") {
-                throw redis_error("ERR syntax error");
-            }
-            s.caching = v == "YES";
-            return resp_ok();
+            return client_caching(s, argv[2]);
         }
-        // CLIENT TRACKING
         if (!tracking) {
             throw redis_error(
                 "NOPERM this user has no permissions to run the 'client|tracking' command");
         }
-        if (argv.size() < 3) {
-            throw redis_error("ERR wrong number of arguments for 'client|tracking' command");
-        }
-        const std::string on = upper(argv[2]);
-        if (on == "OFF") {
-            s.tracking = s.optin = s.noloop = s.caching = false;
-            s.redirect = 0;
-            return resp_ok();
-        }
-        if (on != "ON") {
-            throw redis_error("ERR syntax error");
-        }
-        std::uint64_t redirect = 0;
-        bool optin = false;
-        bool noloop = false;
-        for (std::size_t i = 3; i < argv.size(); ++i) {
-            const std::string opt = upper(argv[i]);
-            if (opt == "REDIRECT" && i + 1 < argv.size()) {
-                redirect = static_cast<std::uint64_t>(parse_int(argv[++i]));
-                if (redirect == s.id) {
-                    throw redis_error("ERR A client can only redirect to a different client");
-                }
-                if (clients.find(redirect) == nullptr) {
-                    throw redis_error("ERR The client ID you want redirect to does not exist");
-                }
-            } else if (opt == "OPTIN") {
-                optin = true;
-            } else if (opt == "NOLOOP") {
-                noloop = true;
-            } else {
-                throw redis_error("ERR syntax error");
-            }
-        }
-        s.tracking = true;
-        s.optin = optin;
-        s.noloop = noloop;
-        s.redirect = redirect;
-        return resp_ok();
+        return client_tracking(s, clients, argv);
     }
 
     std::string subscribe(session& s, const std::vector<std::string>& argv) {
