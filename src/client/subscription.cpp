@@ -117,6 +117,10 @@ std::uint8_t subscription::send_setup(const sub_link& link, instant now) noexcep
         r = io_.send(*link.via, buf + sent_, size - sent_);
     }
     wipe(buf, size);
+    // Its size first: a first send that would block leaves wants() asking
+    // for writability, not waiting to read replies to nothing sent.
+    setup_size_ = static_cast<std::uint16_t>(size);
+    replies_due_ = replies;
     if (r.status == port::net_status::would_block) {
         return sub_none;  // wants() asks for writability
     }
@@ -124,8 +128,6 @@ std::uint8_t subscription::send_setup(const sub_link& link, instant now) noexcep
         return close(false, link, now);
     }
     sent_ = static_cast<std::uint16_t>(sent_ + r.size);
-    setup_size_ = static_cast<std::uint16_t>(size);
-    replies_due_ = replies;
     return sub_none;
 }
 

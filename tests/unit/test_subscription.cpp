@@ -159,6 +159,61 @@ TEST_CASE("subscription: set-up is CLIENT ID and SUBSCRIBE and the answers make 
     CHECK(r.sub.phase() == sub_phase::listening);
 }
 
+// The plain transport, except that the first send of each session would block.
+class first_send_blocks final : public edgelock::transport {
+public:
+    port::net_result open(int fd, const edgelock::session_peer& peer,
+                          edgelock::session_id& out) noexcept override {
+        blocked_ = false;
+        return plain().open(fd, peer, out);
+    }
+    port::net_result proceed(edgelock::session_id s, int fd) noexcept override {
+        return plain().proceed(s, fd);
+    }
+    std::uint8_t wants(edgelock::session_id s) const noexcept override { return plain().wants(s); }
+    port::net_result send(edgelock::session_id s, int fd, const void* data,
+                          std::size_t size) noexcept override {
+        if (!blocked_) {
+            blocked_ = true;
+            return port::net_result{port::net_status::would_block};
+        }
+        return plain().send(s, fd, data, size);
+    }
+    port::net_result recv(edgelock::session_id s, int fd, void* buf,
+                          std::size_t capacity) noexcept override {
+        return plain().recv(s, fd, buf, capacity);
+    }
+    std::size_t buffered(edgelock::session_id s) const noexcept override {
+        return plain().buffered(s);
+    }
+    void close(edgelock::session_id s) noexcept override { plain().close(s); }
+
+private:
+    static edgelock::transport& plain() { return edgelock::plain_transport(); }
+    bool blocked_ = false;
+};
+
+TEST_CASE("subscription: a first send that would block asks for writability, then sends",
+          "[subscription]") {
+    rig r;
+    first_send_blocks blocking;
+    r.link.via = &blocking;
+    CHECK(r.sub.service(true, r.link, port::now()) == edgelock::detail::sub_none);
+    pump(r.sub, r.link, true, [&] { return r.sub.phase() == sub_phase::setup; });
+    // Nothing went: it waits to write, not to read replies to nothing.
+    CHECK((r.sub.wants(blocking) & port::want_write) != 0);
+    pump(r.sub, r.link, true, [&] { return (r.sub.wants(blocking) & port::want_write) == 0; });
+    const int fd = r.server.accept();
+    REQUIRE(fd >= 0);
+    const std::vector<std::string> sent = r.server.commands(fd, 2);
+    CHECK(sent.at(0) == "CLIENT ID");
+    CHECK(sent.at(1) == "SUBSCRIBE __redis__:invalidate");
+    part_server::send(fd, ":42\r\n" + subscribed);
+    const std::uint8_t e = pump(r.sub, r.link, true, [&] { return r.sub.id() != 0; });
+    CHECK(e == edgelock::detail::sub_listening);
+    r.sub.shut(blocking);
+}
+
 TEST_CASE("subscription: with credentials AUTH goes first", "[subscription]") {
     rig r("app:s3cret@");
     r.set_up(3);
