@@ -133,4 +133,13 @@ inline long long command_calls(redis_client& c, const std::string& command) {
     return at == std::string::npos ? 0 : std::atoll(text.c_str() + at + field.size());
 }
 
+// Error replies of one kind (NOSCRIPT, NOPERM) since the last CONFIG
+// RESETSTAT, from INFO errorstats.
+inline long long error_calls(redis_client& c, const std::string& kind) {
+    const std::string text = c.command({"INFO", "errorstats"}).text;
+    const std::string field = "errorstat_" + kind + ":count=";
+    const std::size_t at = text.find(field);
+    return at == std::string::npos ? 0 : std::atoll(text.c_str() + at + field.size());
+}
+
 }  // namespace edgelock_test
