@@ -370,8 +370,9 @@ private:
     std::uint8_t connection_to(std::uint8_t node, str_view host, std::uint16_t port,
                                instant now) noexcept;
     void slot_map_reply(std::uint8_t n, const char* data, std::size_t size, instant now) noexcept;
-    // The requests a connection's parts add ahead of the locks' (the
-    // tracking redirect, the slot map); false when one waits for room.
+    // The requests a connection's parts add ahead of the locks' (tracking
+    // off when a new subscription replaces the one it redirected to, the slot
+    // map); false when one waits for room.
     bool queue_extras(std::uint8_t n, instant now) noexcept;
     // Notification (notify.cpp). A RESP3 push or a published message: a
     // tracking invalidation wakes the locks waiting for its keys; anything
@@ -381,8 +382,15 @@ private:
                  instant now) noexcept;
     static void push_to(void* ctx, std::uint8_t node, const resp_node* nodes, std::size_t count,
                         instant now) noexcept;
-    void redirect_answer(std::uint8_t n, std::uint32_t id, const resp_node* nodes,
-                         std::size_t count, instant now) noexcept;
+    // How a lock's request on connection n is told (may: the connection is
+    // ready and the request may have a command ahead of it): where its name
+    // is tracked, or asked for by a waiter's CLIENT TRACKING ahead of it.
+    enum class waiter_tracking : std::uint8_t { polls, told, asks };
+    waiter_tracking tracking_for(std::uint8_t n, const client_lock& l, bool may) const noexcept;
+    // Writes that CLIENT TRACKING; false when the buffer has no room.
+    bool ask_tracking(std::uint8_t n, const client_lock& l, instant now) noexcept;
+    void tracking_answer(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
+                         std::size_t count) noexcept;
     // Tells every waiting lock its key may have changed (notifications may
     // have been lost).
     void wake_all(instant now) noexcept;

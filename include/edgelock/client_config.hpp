@@ -37,6 +37,15 @@
 #define EDGELOCK_CLIENT_SUB_BUFFER 512
 #endif
 
+// Lock names one connection has the server track for its waiters (as
+// broadcasting prefixes, which it keeps while the connection lasts). A
+// waiter on a name past them polls on that node.
+#ifndef EDGELOCK_CLIENT_TRACKED_NAMES
+#define EDGELOCK_CLIENT_TRACKED_NAMES 8
+#endif
+
+static_assert(EDGELOCK_CLIENT_TRACKED_NAMES >= 1 && EDGELOCK_CLIENT_TRACKED_NAMES <= 255,
+              "EDGELOCK_CLIENT_TRACKED_NAMES must be in [1, 255]");
 static_assert(EDGELOCK_CLIENT_SUB_BUFFER >= EDGELOCK_LOCK_MAX_NAME + 128,
               "EDGELOCK_CLIENT_SUB_BUFFER must hold a message naming the longest lock key");
 static_assert(EDGELOCK_CLIENT_TX_BUFFER >=

@@ -33,7 +33,10 @@
 // `name:fence` when it has one (`{fleet}:upload` -> `{fleet}:upload:fence`).
 // A fenced lock's name may not hold a '}' outside a tag (`a}b`): no counter
 // could share its slot (lock_errc::name_unslotted). Every mode uses the same
-// key.
+// key. A renew also writes the renewal mark, `name:r` and two bytes that put
+// it in the name's slot, with twice the ttl: waiters told of the name and
+// the mark together know the holder only renewed (src/core/renewal_mark.cpp;
+// a release leaves the mark to expire).
 //
 // Modes (lock_options::mode):
 //   plain     - SET NX PX with a fresh 128-bit token; compare-and-pexpire
@@ -148,14 +151,23 @@ public:
     // invalidation: deleted, expired, flushed, or written). A waiting
     // acquisition tries again now rather than after its retry delay; one
     // whose round is still out tries again as soon as the round ends busy.
-    // Any other state ignores it, so a notification that is late, repeated
-    // or about a renew costs at most one round. A server that tells more
-    // than a tracking server can has its pushes paced: see told_pace.hpp.
+    // Any other state ignores it, so a notification that is late or
+    // repeated costs at most one round. A server that tells more than a
+    // key's holders change it has its pushes paced: see told_pace.hpp.
     // `node`: the node that said so (pushes are paced per node, see
     // told_pace.hpp); without it, from no node in particular (the driver
     // lost a node's word and asks again), not counted.
     lock_errc on_key_changed(std::uint8_t node, instant now) noexcept;
     lock_errc on_key_changed(instant now) noexcept { return on_key_changed(lock_max_nodes, now); }
+    // A server said the key changed together with its renewal mark: the
+    // holder renewed it (see "Keys"). A waiter that is told tries no sooner:
+    // its poll for a word that never came moves to the holder's longest ttl
+    // seen from now. Any other state, or a try already due, ignores it.
+    lock_errc on_key_renewed(instant now) noexcept;
+    // Whether `key` is this lock's renewal mark.
+    bool is_renewal_mark(str_view key) const noexcept;
+    // This acquisition found the key taken: its next tries are a waiter's.
+    bool contended() const noexcept { return contended_; }
 
     // Inputs.
     lock_errc on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
@@ -267,6 +279,9 @@ private:
     }
     bool round_open() const noexcept { return round_kind_ != req::none; }
     bool told() const noexcept;
+    // When a told waiter polls, for a key that lasts ttl_ms more from `now`:
+    // after it and a retry delay, or as the wait ends; false when random fails.
+    bool poll_at(instant now, std::int64_t ttl_ms, instant& at) noexcept;
     // In a state that holds the keys, whatever the time.
     bool holding() const noexcept {
         return state_ == lock_state::held || state_ == lock_state::renewing;
@@ -295,6 +310,7 @@ private:
     std::uint32_t held_round_ = 0;         // the round that won the lock
     std::uint32_t tries_left_ = 0;
     std::uint32_t holds_ = 0;
+    std::int32_t longest_busy_ttl_ms_ = -1;  // of this acquisition: the holder's ttl at least
     lock_event events_[2];
     std::uint8_t event_head_ = 0;
     std::uint8_t event_count_ = 0;
@@ -310,6 +326,8 @@ private:
     bool lost_ = false;              // the current acquisition ended in lost
     bool contended_ = false;         // a round of this acquisition found the key taken
     bool woken_ = false;             // the key changed while this acquire round was out
+    bool polling_ = false;           // retry_wait: the retry is the told waiter's poll
+    char mark_[2] = {};              // the renewal mark's last two bytes (renewal_mark.cpp)
     detail::told_pace<lock_max_nodes> pace_;  // how soon a push may start a round
     slot slots_[lock_max_nodes];
 };

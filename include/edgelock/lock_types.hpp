@@ -53,9 +53,11 @@ constexpr std::uint64_t lock_max_ttl_ms = EDGELOCK_LOCK_MAX_TTL_MS;
 constexpr std::uint32_t lock_max_drift_ppm = 500000;  // half the ttl
 
 // The Redis keys of the lock named `name` (see "Keys" above): the lock's own
-// key, or its fencing counter. Tools that inspect Redis (the agent's status)
-// take them from here rather than rebuilding the layout.
-enum class lock_key_kind : std::uint8_t { lock, fence_counter };
+// key, its fencing counter, or the mark its renews write (`name:r` and two
+// bytes that put it in the name's Cluster slot; see src/core/renewal_mark.cpp).
+// Tools that inspect Redis (the agent's status) take them from here rather
+// than rebuilding the layout.
+enum class lock_key_kind : std::uint8_t { lock, fence_counter, renewal_mark };
 constexpr std::size_t lock_key_capacity = lock_max_name + 8;
 // Writes the key into out (capacity bytes) and returns its length; 0, writing
 // nothing, when name is empty or longer than lock_max_name, out too small, or
@@ -63,9 +65,9 @@ constexpr std::size_t lock_key_capacity = lock_max_name + 8;
 std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t capacity) noexcept;
 
 // A buffer of this many bytes holds any request the machine emits (the longest
-// is an EVAL carrying script text, two keys and three arguments).
-// (and the CLIENT CACHING yes that may go ahead of an acquire, and the WAIT
-// that may follow an acquire or a renew: lock_options::min_replicas).
+// is an EVAL carrying script text, two keys and three arguments, and the PTTL
+// that may go ahead of an acquire, or the WAIT that may follow an acquire or
+// a renew: lock_options::min_replicas).
 constexpr std::size_t lock_max_request = 1024 + 2 * (lock_max_name + 16) + lock_max_owner + 32 + 64;
 
 // Local misuse: the caller's fault, reported by the call, never as an event.
@@ -76,7 +78,8 @@ enum class lock_errc : std::uint8_t {
     bad_quorum,        // below nodes / 2 + 1 or above nodes
     empty_name,        // the lock needs a name
     name_too_long,     // longer than lock_max_name
-    name_unslotted,    // fenced: a '}' outside a hash tag; no counter key shares its slot
+    name_unslotted,    // a key of the lock could not share the name's slot (fenced: a '}'
+                       // outside a hash tag; any mode: no renewal mark, 1 name in 10^8)
     owner_too_long,    // longer than lock_max_owner
     bad_ttl,           // under 1 ms, above lock_max_ttl_ms, or eaten by drift
     bad_node_timeout,  // zero, or not shorter than the ttl
@@ -197,13 +200,12 @@ struct lock_node_caps {
     // Takes SET's NX and GET options together (Redis >= 7): a plain acquire
     // goes as one SET (see "plain" above). False: the acquire script.
     bool set_nx_get = false;
-    // Tells of changes to the key (the driver turned key tracking on there,
-    // in OPTIN mode: an acquire script then goes behind CLIENT CACHING yes,
-    // so the key it reads is tracked, and nothing else is; see preceding):
-    // a busy acquisition's next try then waits for the word (on_key_changed)
-    // and polls only as a fallback, after the holder's remaining ttl plus the
-    // retry delay, and once more a node_timeout before the wait ends. False:
-    // it polls at the retry delay.
+    // Tells of changes to the key (the driver tracks the name as a prefix on
+    // that connection, or has it registered ahead of this request): a busy
+    // acquisition's next try then waits for the word (on_key_changed, and
+    // on_key_renewed for a renew) and polls only as a fallback, after the
+    // holder's remaining ttl plus the retry delay, and once more a
+    // node_timeout before the wait ends. False: it polls at the retry delay.
     bool told = false;
 };
 
@@ -212,12 +214,8 @@ struct lock_transmit {
     std::size_t size = 0;   // ok: bytes written (0: nothing to send); buffer_too_small: needed
     std::uint32_t tag = 0;  // hand back with the reply to this request
     // Commands written ahead of the request whose replies come first: 1 for
-    // the CLIENT CACHING yes that makes a told node track the key this
-    // acquire reads (lock_node_caps::told), 2 when a PTTL of the key follows
-    // it (a told waiter's SET acquire: the PTTL is the read that is tracked,
-    // and says the holder's ttl), else 0. Drop their replies unread, except
-    // the last one's when preceding_tag is not 0: hand it to on_reply with
-    // that tag.
+    // the PTTL of the key ahead of a told waiter's SET acquire (it says the
+    // holder's ttl), else 0. Hand its reply to on_reply with preceding_tag.
     std::uint8_t preceding = 0;
     std::uint32_t preceding_tag = 0;
     // Commands written after the request, whose replies come after its own:

@@ -53,6 +53,7 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
     // The subscription serves this connection's tracking, which ends here.
     c.sub.shut(*transport_);
     c.redirect_due = false;
+    c.names.clear();
     for (std::size_t i = 0; i < c.fifo.size(); ++i) {
         if (c.fifo[i].to == reply_to::command && command_fn_ != nullptr) {
             const reply_callback fn = command_fn_;
@@ -326,6 +327,7 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.report.version_size = 0;
     c.report.set_nx_get = false;
     c.report.tracking = false;
+    c.names.clear();
     c.report.resp2 = false;
     c.report.tracks_keys = false;
     if (c.where.asking()) {

@@ -1,7 +1,8 @@
 // The set-up of a new connection, as a machine: the requests (HELLO [AUTH]
-// [SETNAME], SELECT, CONFIG GET maxmemory*, CLIENT TRACKING, and where those
-// were refused AUTH, CLIENT SETNAME and INFO) and what each reply means. No
-// socket, no clock: the pipeline carries the bytes.
+// [SETNAME], SELECT, CONFIG GET maxmemory*, and where those were refused
+// AUTH, CLIENT SETNAME and INFO) and what each reply means. No socket, no
+// clock: the pipeline carries the bytes. Key tracking is not part of it: a
+// waiter asks for its name when it first waits (notify.cpp).
 #include "edgelock/detail/handshake.hpp"
 
 #include "edgelock/client.hpp"
@@ -87,15 +88,11 @@ void handshake::start(const node_address& address, const client_options& options
     if (address.db != 0) {
         todo_ = static_cast<std::uint16_t>(todo_ | bit(select));
     }
-    if (options.resp3 && options.notify) {
-        todo_ = static_cast<std::uint16_t>(todo_ | bit(tracking));
-    }
     replies_due_ = 0;
     stale_ = 0;
     status_ = handshake_status::pending;
     resp2_ = false;
     hello_refused_ = false;
-    tracking_asked_ = false;
     doomed_ = false;
 }
 
@@ -154,13 +151,6 @@ std::size_t handshake::poll_request(char* buf, std::size_t capacity,
         args[argc++] = "GET";
         args[argc++] = "maxmemory*";
         break;
-    case tracking:
-        args[argc++] = "CLIENT";
-        args[argc++] = "TRACKING";
-        args[argc++] = "ON";
-        args[argc++] = "OPTIN";   // only what an acquire reads: see notify.cpp
-        args[argc++] = "NOLOOP";  // not our own writes
-        break;
     case info_memory:
         args[argc++] = "INFO";
         args[argc++] = "memory";
@@ -179,7 +169,6 @@ std::size_t handshake::poll_request(char* buf, std::size_t capacity,
         return 0;  // no room now; it goes once the buffer drains
     }
     todo_ = static_cast<std::uint16_t>(todo_ & ~bit(next));
-    tracking_asked_ = tracking_asked_ || next == tracking;
     request = next;
     ++replies_due_;
     return e.size;
@@ -213,8 +202,7 @@ void handshake::fall_back(bool had_password) noexcept {
         again = static_cast<std::uint16_t>(bit(auth) | bit(config_memory) |
                                            (address_->db != 0 ? bit(select) : 0));
     }
-    todo_ = static_cast<std::uint16_t>((todo_ & ~bit(tracking)) | again | bit(info_replication) |
-                                       bit(info_server) |
+    todo_ = static_cast<std::uint16_t>(todo_ | again | bit(info_replication) | bit(info_server) |
                                        (options_->client_name.empty() ? 0 : bit(setname)));
 }
 
@@ -262,9 +250,8 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
             status_ = handshake_status::failed;
             return status_;
         }
-        // CLIENT SETNAME, CONFIG, INFO and CLIENT TRACKING may be denied by an
-        // ACL: without INFO nothing is known, and nothing said; without
-        // tracking, waiters poll.
+        // CLIENT SETNAME, CONFIG and INFO may be denied by an ACL: without
+        // INFO nothing is known, and nothing said.
     } else if (request == auth && !hello_refused()) {
         // HELLO answers a map (RESP3) or an array (RESP2), never anything
         // else: a server that says +OK to it says so to anything, and a lock
@@ -278,11 +265,9 @@ handshake_status handshake::on_reply(std::uint8_t request, const resp_node* node
             return status_;
         }
         read_hello(nodes, count, report);
-    } else if (request == tracking) {
-        // The keys this connection reads are tracked. When HELLO, pipelined
-        // ahead of it, was refused, the server has no way to tell a RESP2
-        // connection: its subscription redirects the tracking later.
-        report.tracking = speaks_resp3();
+        // A RESP3 connection hears its own pushes: its waiters can be told.
+        // Over RESP2, once a subscription is up (notify.cpp).
+        report.tracking = speaks_resp3() && options_->notify;
     } else if (request == config_memory) {
         const server_info info = parse_config_reply(nodes, count);
         report.policy_size = static_cast<std::uint8_t>(

@@ -1,29 +1,40 @@
 // Waiters told of their key's release: RESP3 pushes from CLIENT TRACKING
 // (over RESP2, the same, published to a subscription: subscription.cpp).
 //
-// Tracking is switched on at set-up in OPTIN mode: the server remembers the
-// keys read by a command that follows CLIENT CACHING yes, the keys read
-// inside a script included, and pushes ["invalidate", [key, ...]] once when
-// such a key is changed by anyone: deleted (a release), expired, evicted,
-// written, or [invalidate, null] when a flush drops them all. The lock
-// machine puts CLIENT CACHING yes ahead of its acquire scripts on a told
-// node (lock_transmit::preceding); an acquire that finds a key busy has read
-// it (GET and PTTL), so every waiter is registered by the very request that
-// told it to wait, and learns of the next change without polling. The push
-// is one-shot: the waiter's next busy answer registers it again. Renews,
-// releases and the SET acquire are not tracked, so a holder costs the server
-// no tracking work.
+// Tracking is broadcasting mode, asked for by a waiter when it first waits:
+// the try after an acquire found the key taken goes behind
+// CLIENT TRACKING ON [REDIRECT id] BCAST NOLOOP PREFIX name, once per name
+// and connection (detail/tracked_names.hpp). From then on the server pushes
+// ["invalidate", [key, ...]] whenever a key starting with the name changes:
+// deleted (a release), expired, evicted or written, and
+// ["invalidate", null] when a flush drops them all. It gathers the keys
+// changed under one prefix in one pass of its event loop into one push,
+// and it keeps telling: nothing is read again to stay told, so a waiter
+// costs nothing while the key stays as it is.
+//
+// A holder's renew changes the key too (PEXPIRE), and so wakes nobody: the
+// renew script also writes the lock's renewal mark (`name:r` and two bytes,
+// src/core/renewal_mark.cpp), which starts with the name, so the push says
+// [name, mark] together, and the waiter only moves its fallback poll
+// (lock::on_key_renewed). [name] alone, or a flush, is a release, an
+// expiry or another client's write: the waiter tries at once. Should a
+// foreign write to the key fall in the same pass as a renew, the waiter
+// hears a renew and finds out at its poll, after the holder's ttl.
+//
+// Chosen over OPTIN tracking (a key read after CLIENT CACHING yes is told of
+// once, then must be read again: each renew cost every waiter a request),
+// over keyspace notifications (pub/sub on __keyspace@db__, which need
+// `notify-keyspace-events` set on the server, a CONFIG SET that managed Redis
+// services often forbid, and a second connection per node), and over a
+// channel that releasers publish to, which hears only releases made by
+// clients that publish, not expiry, another client's release or a flush.
+// What a prefix costs: pushes for other keys that start with the name (read
+// and dropped), and the server keeps the prefix for the connection's life.
 //
 // NOLOOP: the server does not tell a connection of its own writes, so a
 // holder's renew and release cost it no push. A lock of this client waiting
 // for a name that another lock of the same client released is woken here
 // instead (released_here).
-//
-// Chosen over keyspace notifications (pub/sub on __keyspace@db__), which
-// need `notify-keyspace-events` set on the server (a CONFIG SET that managed
-// Redis services often forbid) and a second connection per node; and over a
-// channel that releasers publish to, which hears only releases made by
-// clients that publish, not expiry, another client's release or a flush.
 #include "client_internal.hpp"
 #include "edgelock/client.hpp"
 #include "edgelock/resp_encoder.hpp"
@@ -77,20 +88,26 @@ void client_base::on_push(std::uint8_t node, const resp_node* nodes, std::size_t
     if (nodes != nullptr && !invalidation(nodes, count, keys_at)) {
         return;  // pub/sub or another push: not ours
     }
-    for (client_lock* l = locks_; l != nullptr; l = l->next_) {
+    for (client_lock* l = locks_; l != nullptr;) {
+        client_lock* next = l->next_;
         bool changed = nodes == nullptr || keys_at == count;  // unreadable, or a flush
+        bool renewed = false;
         if (!changed) {
             const resp_node& list = nodes[keys_at];
             for (std::size_t i = keys_at + 1; i < list.end && i < count; i = nodes[i].end) {
-                if (nodes[i].has_text() && nodes[i].text == l->machine_.name()) {
-                    changed = true;
-                    break;
+                if (nodes[i].has_text()) {
+                    changed = changed || nodes[i].text == l->machine_.name();
+                    renewed = renewed || l->machine_.is_renewal_mark(nodes[i].text);
                 }
             }
         }
-        if (changed) {
+        if (changed && renewed) {
+            l->machine_.on_key_renewed(now);
+            pump_events(*l, now);
+        } else if (changed) {
             wake(*l, node, now);
         }
+        l = next;
     }
 }
 
@@ -159,48 +176,92 @@ void client_base::tracking_side::apply(client_base& self, std::uint8_t n, std::u
         c.redirect_due = false;
     }
     if ((events & sub_listening) != 0) {
-        c.redirect_due = true;  // the lock connection sends it next (queue_extras)
-    }
-    if ((events & sub_told) != 0) {
+        // Waiters ask for their names again, redirected here; names the
+        // server still redirects to the subscription that went are dropped
+        // first (CLIENT TRACKING OFF, queue_extras).
         c.report.tracking = true;
+        c.redirect_due = !c.names.empty();
     }
-    if ((events & (sub_missed | sub_told)) != 0) {
+    if ((events & (sub_missed | sub_listening)) != 0) {
         self.wake_all(now);  // whatever changed meanwhile was not told
     }
 }
 
-// The lock connection accepted (or refused) the redirect to the
-// subscription whose id is `id`.
-void client_base::redirect_answer(std::uint8_t n, std::uint32_t id, const resp_node* nodes,
-                                  std::size_t count, instant now) noexcept {
-    const std::size_t top = count > 0 ? skip_attributes(nodes, count, 0) : 0;
-    const bool accepted = nodes != nullptr && top < count && !nodes[top].is_error();
-    tracking_side::apply(
-        *this, n,
-        conns_[n].sub.on_redirect_answer(id, accepted, tracking_side::link(*this, n), now), now);
+client_base::waiter_tracking client_base::tracking_for(std::uint8_t n, const client_lock& l,
+                                                       bool may) const noexcept {
+    const detail::connection& c = conns_[n];
+    if (!may || !c.report.tracking || c.redirect_due) {
+        return waiter_tracking::polls;
+    }
+    switch (c.names.of(l.machine_.name())) {
+    case tracked_names::standing::told:
+    case tracked_names::standing::asked:
+        return waiter_tracking::told;
+    case tracked_names::standing::refused:
+        return waiter_tracking::polls;
+    case tracked_names::standing::none:
+        break;
+    }
+    // Asked for by a waiter only: an acquire that has not found the key
+    // taken costs nothing more.
+    return l.machine_.contended() ? waiter_tracking::asks : waiter_tracking::polls;
 }
 
-// CLIENT TRACKING ON REDIRECT <id> OPTIN NOLOOP when the subscription is new,
-// and CLUSTER SLOTS when the map is due (and its interval is over), ahead of the locks' requests.
+bool client_base::ask_tracking(std::uint8_t n, const client_lock& l, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    const decimal_arg id(c.sub.id());
+    const bool redirect = c.report.resp2 || !options_.resp3;
+    str_view args[9] = {"CLIENT", "TRACKING", "ON"};
+    std::size_t argc = 3;
+    if (redirect) {
+        args[argc++] = "REDIRECT";
+        args[argc++] = id.view();
+    }
+    args[argc++] = "BCAST";
+    args[argc++] = "NOLOOP";  // not our own writes
+    args[argc++] = "PREFIX";
+    args[argc++] = l.machine_.name();
+    if (resp_command_size(args, argc) > sizeof c.tx - c.tx_size) {
+        return false;
+    }
+    const std::uint32_t tag = c.names.ask(l.machine_.name());
+    if (tag == 0) {
+        return true;  // no room for one more name: it polls (tracking_for says so next)
+    }
+    c.tx_size += resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, argc).size;
+    detail::in_flight f;
+    f.tag = tag;
+    f.to = reply_to::tracking;
+    push_in_flight(n, f, now);
+    return true;
+}
+
+void client_base::tracking_answer(std::uint8_t n, std::uint32_t tag, const resp_node* nodes,
+                                  std::size_t count) noexcept {
+    const std::size_t top = count > 0 ? skip_attributes(nodes, count, 0) : 0;
+    conns_[n].names.answer(tag, nodes != nullptr && top < count && !nodes[top].is_error());
+}
+
+// CLIENT TRACKING OFF when a new subscription replaces the one the names
+// were redirected to, and CLUSTER SLOTS when the map is due (and its
+// interval is over), ahead of the locks' requests.
 bool client_base::queue_extras(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     if (c.redirect_due) {
         if (c.fifo.full()) {
             return false;
         }
-        const decimal_arg id(c.sub.id());
-        const str_view args[] = {"CLIENT",  "TRACKING", "ON",    "REDIRECT",
-                                 id.view(), "OPTIN",    "NOLOOP"};
+        const str_view args[] = {"CLIENT", "TRACKING", "OFF"};
         const resp_encoded e =
-            resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, 7);
+            resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, 3);
         if (e.error != resp_encode_errc::ok) {
             return false;
         }
         c.tx_size += e.size;
         c.redirect_due = false;
+        c.names.clear();
         detail::in_flight f;
-        f.tag = static_cast<std::uint32_t>(c.sub.id());
-        f.to = reply_to::tracking;
+        f.to = reply_to::discard;
         push_in_flight(n, f, now);
     }
     if (c.address.seed_count > 0 && n < node_count_ && c.cluster.map_wanted(now)) {

@@ -223,21 +223,22 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             }
             const bool to_asked = cleanup && l->asked_[node] == n;
             const bool asking = to_asked || l->ask_[node] == n;
-            // ASKING holds for the one command after it, and so does CLIENT
-            // CACHING yes: a request sent by ASK goes without the latter
-            // (untracked: its waiter polls), or ASKING would be spent on
-            // CLIENT CACHING and the request answered MOVED back.
             // Behind the set-up, before its replies: SET NX PX GET unless
             // HELLO was refused (an older server's syntax error sends the
-            // script instead), told if CLIENT TRACKING went ahead.
+            // script instead). Told where the name is tracked, or a waiter's
+            // CLIENT TRACKING goes ahead (notify.cpp); not after ASKING,
+            // which holds for the one command after it (its waiter polls).
+            const waiter_tracking tracking = tracking_for(n, *l, ready && !asking && !cleanup);
             lock_node_caps caps;
             caps.set_nx_get = ready ? c.report.set_nx_get : !c.setup.hello_refused();
-            caps.told = (ready ? c.report.tracking : c.setup.tracking_asked()) && !asking;
+            caps.told = tracking != waiter_tracking::polls;
             l->machine_.set_node_caps(node, caps);
             // A request may take five entries: ASKING ahead of one a Cluster
-            // node sent here, CLIENT CACHING (and PTTL) ahead of an acquire
-            // on a told node, and WAIT after it with min_replicas.
-            const std::size_t entries = 1u + (caps.told ? 2u : 0u) + (asking ? 1u : 0u) +
+            // node sent here, CLIENT TRACKING and PTTL ahead of a told
+            // waiter's acquire, and WAIT after it with min_replicas.
+            const bool ask = tracking == waiter_tracking::asks;
+            const std::size_t entries = 1u + (caps.told ? 1u : 0u) + (ask ? 1u : 0u) +
+                                        (asking ? 1u : 0u) +
                                         (l->machine_.options().min_replicas > 0 ? 1u : 0u);
             if (c.fifo.size() + entries > c.fifo.capacity) {
                 break;
@@ -246,6 +247,9 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             // left with its machine (nothing written) until the buffer has
             // gone out. An empty buffer always holds one (lock_max_request).
             static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
+            if (ask && !ask_tracking(n, *l, now)) {
+                return;  // once the buffer has room
+            }
             const std::size_t ahead = asking ? sizeof asking_cmd - 1 : 0;
             if (sizeof c.tx - c.tx_size < ahead) {
                 return;
@@ -276,18 +280,15 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
                 l->asked_[node] = asking ? n : no_connection;
             }
             c.tx_size += t.size;
-            for (std::uint8_t i = 0; i < t.preceding; ++i) {
-                detail::in_flight skip;  // CLIENT CACHING yes: its +OK is not read
-                skip.to = reply_to::discard;
-                if (i + 1 == t.preceding && t.preceding_tag != 0) {
-                    // The PTTL ahead of a told waiter's SET: the machine
-                    // reads it (as it reads a WAIT: never redirected).
-                    skip.lock = l;
-                    skip.tag = t.preceding_tag;
-                    skip.to = reply_to::lock;
-                    skip.follows = true;
-                }
-                push_in_flight(n, skip, now);
+            if (t.preceding > 0) {
+                // The PTTL ahead of a told waiter's SET: the machine reads it
+                // (as it reads a WAIT: never redirected).
+                detail::in_flight pttl;
+                pttl.lock = l;
+                pttl.tag = t.preceding_tag;
+                pttl.to = reply_to::lock;
+                pttl.follows = true;
+                push_in_flight(n, pttl, now);
             }
             detail::in_flight f;
             f.lock = l;
@@ -356,7 +357,7 @@ void client_base::reply_reader::on_message(const stream_message& m) noexcept {
     case reply_to::discard:
         break;
     case reply_to::tracking:
-        self.redirect_answer(n, f.tag, m.nodes, m.count, now);
+        self.tracking_answer(n, f.tag, m.nodes, m.count);
         break;
     case reply_to::sentinel:
         self.master_answer(n, f.tag, m.nodes, m.count, now);

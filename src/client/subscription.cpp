@@ -1,18 +1,19 @@
 // Waiters told over RESP2. A node spoken to in RESP2 (client_options::resp3
 // false, or a server or proxy without HELLO) cannot push on the lock
 // connection, so the client keeps a second connection to it, subscribed to
-// __redis__:invalidate, and the lock connection's tracking is redirected
-// there: CLIENT TRACKING ON REDIRECT <its CLIENT ID> OPTIN NOLOOP. The server
-// then publishes on that channel what it would have pushed, and a waiter is
-// woken as over RESP3 (notify.cpp).
+// __redis__:invalidate, and a waiter's tracking is redirected there:
+// CLIENT TRACKING ON REDIRECT <its CLIENT ID> BCAST NOLOOP PREFIX <name>. The
+// server then publishes on that channel what it would have pushed, and a
+// waiter is woken as over RESP3 (notify.cpp).
 //
 // It lives while the lock connection is ready. When it drops, the node's
 // waiters poll (node(i).tracking is false) and it is made again after a
-// backoff; once it is subscribed again, the lock connection redirects to its
-// new id and every waiter tries at once, for what was missed meanwhile. A
-// server that refuses a part of it (an ACL without SUBSCRIBE, CLIENT or
-// CLIENT TRACKING) is not asked again until the lock connection is made anew:
-// its waiters poll. Redis before 6 has no tracking and is not asked.
+// backoff; once it is subscribed again, the lock connection switches off the
+// tracking redirected to the old one and every waiter tries at once, for
+// what was missed meanwhile, asking for its name anew. A server that refuses
+// a part of it (an ACL without SUBSCRIBE or CLIENT) is not asked again until
+// the lock connection is made anew: its waiters poll. Redis before 6 has no
+// tracking and is not asked.
 //
 // Over TLS it takes a session of its own; a transport without room refuses
 // it, and that node's waiters poll.
@@ -229,18 +230,6 @@ void subscription::on_message(const stream_message& m) noexcept {
     failures_ = 0;
     timers_.stop(timer::due);
     events_ |= sub_listening;
-}
-
-std::uint8_t subscription::on_redirect_answer(std::int64_t id, bool accepted, const sub_link& link,
-                                              instant now) noexcept {
-    if (phase_ != sub_phase::listening ||
-        static_cast<std::uint32_t>(id_) != static_cast<std::uint32_t>(id)) {
-        return sub_none;  // the subscription it named is gone; a new one redirects anew
-    }
-    if (!accepted) {
-        return close(true, link, now);  // an ACL without CLIENT TRACKING, say
-    }
-    return sub_told;  // told from now on; whatever changed before was not
 }
 
 std::uint8_t subscription::close(bool refused, const sub_link& link, instant now) noexcept {

@@ -52,7 +52,9 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
     if (name.size > lock_max_name) {
         return lock_errc::name_too_long;
     }
-    if (options.mode == lock_mode::fenced && !detail::counter_shares_slot(name)) {
+    char mark[2];
+    if ((options.mode == lock_mode::fenced && !detail::counter_shares_slot(name)) ||
+        !detail::renewal_mark_suffix(name, mark)) {
         return lock_errc::name_unslotted;
     }
     if (options.owner.size > lock_max_owner) {
@@ -83,6 +85,8 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
         return lock_errc::no_random_source;
     }
     name_ = name;
+    mark_[0] = mark[0];
+    mark_[1] = mark[1];
     options_ = options;
     const std::int64_t numbers[3] = {static_cast<std::int64_t>(options.ttl.ms()),
                                      static_cast<std::int64_t>(options.min_replicas),
@@ -205,6 +209,8 @@ lock_errc lock::acquire(instant now) noexcept {
     token_ = fresh;
     lost_ = false;
     contended_ = false;
+    polling_ = false;
+    longest_busy_ttl_ms_ = -1;
     acquisition_round_ = round_ + 1;
     tries_left_ = options_.max_tries;
     pace_.reset();

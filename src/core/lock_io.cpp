@@ -89,6 +89,7 @@ lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
         woken_ = true;  // again as soon as this round ends busy
         return lock_errc::ok;
     }
+    polling_ = false;
     const instant at = pace_.next_try(now, options_.retry_min, options_.retry_max);
     if (at <= now) {
         start_acquire_round(now);
@@ -96,6 +97,30 @@ lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
         timers_.set(timer::retry, at);  // a noisy server: not before then
     }
     return lock_errc::ok;
+}
+
+lock_errc lock::on_key_renewed(instant now) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (state_ != lock_state::retry_wait || !polling_ || longest_busy_ttl_ms_ < 0) {
+        return lock_errc::ok;  // a try is due anyway, or it was not waiting on a ttl
+    }
+    instant at;
+    if (poll_at(now, longest_busy_ttl_ms_, at) && at > timers_.get(timer::retry) &&
+        at < wait_deadline_) {
+        timers_.set(timer::retry, at);
+    }
+    return lock_errc::ok;
+}
+
+bool lock::is_renewal_mark(str_view key) const noexcept {
+    if (state_ == lock_state::unconfigured || key.size != name_.size + 4 ||
+        key.data[name_.size] != ':' || key.data[name_.size + 1] != 'r' ||
+        key.data[name_.size + 2] != mark_[0] || key.data[name_.size + 3] != mark_[1]) {
+        return false;
+    }
+    return str_view(key.data, name_.size) == name_;
 }
 
 bool lock::told() const noexcept {
@@ -260,6 +285,14 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         value = -1;
         contended_ = true;
     } else if (via_set && answer_set_acquire(s, r)) {
+        return lock_errc::ok;
+    }
+    if (kind == req::renew && r.shape == detail::reply_shape::tryagain &&
+        (s.flags & slot_unmarked) == 0) {
+        // A Cluster slot migrating with the key and its renewal mark on
+        // different sides: once more with the key alone, same round.
+        s.flags = static_cast<std::uint16_t>((s.flags | slot_unmarked) & ~slot_in_flight);
+        s.send = kind;
         return lock_errc::ok;
     }
     if (r.shape == detail::reply_shape::noscript && (s.flags & slot_retried) == 0) {

@@ -29,6 +29,7 @@ lock_reply read_lock_reply(const resp_node* nodes, std::size_t count) noexcept {
     const resp_node& top = nodes[i];
     if (top.is_error()) {
         out.shape = starts_with(top.text, "NOSCRIPT")           ? reply_shape::noscript
+                    : starts_with(top.text, "TRYAGAIN")         ? reply_shape::tryagain
                     : starts_with(top.text, "WRONGTYPE")        ? reply_shape::wrongtype
                     : starts_with(top.text, "ERR syntax error") ? reply_shape::syntax
                                                                 : reply_shape::error;

@@ -99,6 +99,13 @@ std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t c
         (fence && !detail::counter_shares_slot(name))) {
         return 0;
     }
+    if (kind == lock_key_kind::renewal_mark) {
+        char suffix[2];
+        if (capacity < name.size + 4 || !detail::renewal_mark_suffix(name, suffix)) {
+            return 0;
+        }
+        return detail::make_renewal_mark(out, name, suffix);
+    }
     const std::size_t size =
         name.size + (fence ? (detail::has_hash_tag(name) ? 0 : 2) + sizeof ":fence" - 1 : 0);
     if (capacity < size) {

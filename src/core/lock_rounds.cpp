@@ -157,7 +157,11 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     holds_ = 0;
     if (busy) {
         pace_.busy();
+        if (busy_ttl_ms_ > longest_busy_ttl_ms_ && busy_ttl_ms_ <= INT32_MAX) {
+            longest_busy_ttl_ms_ = static_cast<std::int32_t>(busy_ttl_ms_);
+        }
     }
+    polling_ = false;
     const instant told_at = pace_.next_try(now, options_.retry_min, options_.retry_max);
     if (tries_left_ > 0 && woken_ && told_at < wait_deadline_) {
         // The key changed meanwhile: again at once, or as soon as a noisy
@@ -167,26 +171,18 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
         return;
     }
     if (tries_left_ > 0) {
-        std::uint64_t delay_us = 0;
-        if (!random_between(random_, options_.retry_min.us, options_.retry_max.us, delay_us)) {
+        // A server tells us of the change; polling is the fallback for a
+        // word that never comes. The key, unless renewed (which tells us
+        // too), lasts busy_ttl_ms_ more.
+        const bool poll = told() && busy_ttl_ms_ >= 0;
+        instant at;
+        if (!poll_at(now, poll ? busy_ttl_ms_ : 0, at)) {
             reason = lock_failure::random_failed;
-        } else {
-            instant at = now + duration::micros(delay_us);
-            if (told() && busy_ttl_ms_ >= 0) {
-                // A server tells us of the change; polling is the fallback for
-                // a word that never comes. The key, unless renewed (which
-                // tells us too), lasts busy_ttl_ms_ more: try then, or once
-                // more as the wait ends, leaving that round its node_timeout.
-                at = at + duration::millis(static_cast<std::uint64_t>(busy_ttl_ms_));
-                const std::uint64_t margin = options_.node_timeout.us + 1;
-                const instant last{wait_deadline_.us > margin ? wait_deadline_.us - margin : 0};
-                at = earliest(at, last > now ? last : at);
-            }
-            if (at < wait_deadline_) {
-                timers_.set(timer::retry, at);
-                state_ = lock_state::retry_wait;
-                return;
-            }
+        } else if (at < wait_deadline_) {
+            timers_.set(timer::retry, at);
+            state_ = lock_state::retry_wait;
+            polling_ = poll;
+            return;
         }
     }
     state_ = lock_state::idle;
@@ -248,6 +244,23 @@ void lock::renew_round_failed(instant now) noexcept {
         timers_.set(timer::retry, at);
     }
     state_ = lock_state::renewing;
+}
+
+bool lock::poll_at(instant now, std::int64_t ttl_ms, instant& at) noexcept {
+    std::uint64_t delay_us = 0;
+    if (!random_between(random_, options_.retry_min.us, options_.retry_max.us, delay_us)) {
+        return false;
+    }
+    at = now + duration::micros(delay_us);
+    if (ttl_ms > 0) {
+        // Once the key can be gone, or once more as the wait ends, leaving
+        // that round its node_timeout.
+        at = at + duration::millis(static_cast<std::uint64_t>(ttl_ms));
+        const std::uint64_t margin = options_.node_timeout.us + 1;
+        const instant last{wait_deadline_.us > margin ? wait_deadline_.us - margin : 0};
+        at = earliest(at, last > now ? last : at);
+    }
+    return true;
 }
 
 }  // namespace edgelock

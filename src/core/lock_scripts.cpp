@@ -19,10 +19,12 @@ const lock_script script_release = {
     "8cfd6be96f10f215244fa8a291f7eb0813494f7e"};
 
 const lock_script script_renew = {
-    "if redis.pcall('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) "
+    "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
+    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2] * 2) end\n"
+    "  return redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "end\n"
     "return 0",
-    "855d8dc30c9a01d5b71731b99ebc0107d17ea484"};
+    "4078e0160e532c92122502d4009aaff6c8a586ce"};
 
 const lock_script script_reentrant_acquire = {
     "if redis.call('exists', KEYS[1]) == 0 or redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then\n"
@@ -45,10 +47,12 @@ const lock_script script_reentrant_release = {
     "1f5b66c57e8b697341dac76acc4a139812f4f843"};
 
 const lock_script script_reentrant_renew = {
-    "if redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then return redis.call('pexpire', KEYS[1], "
-    "ARGV[2]) end\n"
+    "if redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then\n"
+    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2] * 2) end\n"
+    "  return redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "end\n"
     "return 0",
-    "3b441abbe82be27221eefd670d1d883a01843918"};
+    "c9000d3d3ea2e224790e84fb81cec38a6a806d7c"};
 
 const lock_script script_fenced_acquire = {
     "if redis.replicate_commands then redis.replicate_commands() end\n"

@@ -1,6 +1,6 @@
 // The lock machine's requests (see lock.hpp): which one a node has waiting,
-// and its bytes: the script or the one-command SET, with CLIENT CACHING yes
-// ahead of it on a told node and WAIT behind it with min_replicas.
+// and its bytes: the script or the one-command SET, with PTTL ahead of a told
+// waiter's SET and WAIT behind it with min_replicas.
 #include "edgelock/lock.hpp"
 
 #include "edgelock/lock_scripts.hpp"
@@ -46,7 +46,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const bool eval = cleanup || (s.flags & slot_eval) != 0 || options_.min_replicas > 0;
     const owner_token& tok = cleanup ? cleanup_token_ : token_;
 
-    char fence_key[lock_key_capacity];
+    char fence_key[lock_key_capacity];  // or the renewal mark
     char hex[owner_token::hex_size];
     tok.to_hex(hex);
     const str_view token_view(hex, sizeof hex);
@@ -62,12 +62,13 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const bool set_capable =
         kind == req::acquire && options_.mode == lock_mode::plain && options_.min_replicas == 0 &&
         (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get;
-    // A told waiter's next try (the key was found taken): CLIENT CACHING yes,
-    // PTTL, then the SET. The PTTL is the tracked read and says the holder's
-    // ttl, which the script was sent for; three commands Redis runs faster
-    // than one script, which matters when a release wakes every waiter and
-    // the winner's reply waits for all of them. The PTTL goes first: a
-    // release between the two is then either taken by the SET or pushed.
+    // A told waiter's next try (the key was found taken): PTTL, then the SET.
+    // The PTTL says the holder's ttl, which the script was sent for (the
+    // waiter polls after it, should no word come); two commands Redis runs
+    // faster than one script, which matters when a release wakes every
+    // waiter and the winner's reply waits for all of them. The PTTL goes
+    // first: a release between the two is then either taken by the SET or
+    // pushed.
     const bool told_set = set_capable && contended_ && (s.flags & slot_told) != 0;
     const bool via_set = set_capable && (!contended_ || told_set);
     const lock_script* script = &script_release;
@@ -94,12 +95,15 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         args[1] = str_view(fence_digits, format_unsigned(fence_digits, fence_));
         break;
     case req::renew:
+        // The renew scripts write the renewal mark too (see lock.hpp, "Keys"),
+        // unless a migrating Cluster slot said TRYAGAIN to the pair.
         if (reentrant) {
             script = &script_reentrant_renew;
             args[0] = owner;
         } else {
             script = options_.renew_resurrects ? &script_acquire : &script_renew;
         }
+        key_count = options_.renew_resurrects || (s.flags & slot_unmarked) != 0 ? 1 : 2;
         break;
     case req::release:
     case req::cleanup:
@@ -115,17 +119,14 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         return out;
     }
     if (key_count == 2) {
-        keys[1] = str_view(fence_key, detail::make_lock_key(fence_key, name_, true));
+        keys[1] = kind == req::renew
+                      ? str_view(fence_key, detail::make_renewal_mark(fence_key, name_, mark_))
+                      : str_view(fence_key, detail::make_lock_key(fence_key, name_, true));
     }
-    // A told node tracks only what follows CLIENT CACHING yes (OPTIN): the
-    // key an acquire script reads when it finds it busy. The request goes
-    // first, behind room for that prefix, so nothing is written unless both fit.
-    const str_view caching[] = {"CLIENT", "CACHING", "yes"};
+    // The request goes behind room for the PTTL, so nothing is written
+    // unless both fit.
     const str_view pttl[] = {"PTTL", lock_key};
-    const bool prefixed =
-        kind == req::acquire && (!via_set || told_set) && (s.flags & slot_told) != 0;
-    const std::size_t at =
-        prefixed ? resp_command_size(caching, 3) + (told_set ? resp_command_size(pttl, 2) : 0) : 0;
+    const std::size_t at = told_set ? resp_command_size(pttl, 2) : 0;
     // With min_replicas, WAIT follows an acquire or a renew: room for it is
     // kept behind the request, so nothing is written unless all of it fits.
     const bool waits = options_.min_replicas > 0 && (kind == req::acquire || kind == req::renew);
@@ -143,13 +144,9 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         return out;
     }
     resp_encoded pre;
-    if (prefixed) {
-        pre = resp_encode_command(buf, at, caching, 3);
-        if (told_set) {
-            const resp_encoded p = resp_encode_command(buf + pre.size, at - pre.size, pttl, 2);
-            pre.size += p.size;
-            out.preceding_tag = ((round_ & round_mask) << tag_kind_bits) | tag_wait;
-        }
+    if (told_set) {
+        pre = resp_encode_command(buf, at, pttl, 2);
+        out.preceding_tag = ((round_ & round_mask) << tag_kind_bits) | tag_wait;
     }
     resp_encoded post;
     if (waits) {
@@ -157,7 +154,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         out.following = 1;
         out.following_tag = ((round_ & round_mask) << tag_kind_bits) | tag_wait;
     }
-    out.preceding = static_cast<std::uint8_t>(pre.size == 0 ? 0 : told_set ? 2 : 1);
+    out.preceding = static_cast<std::uint8_t>(pre.size == 0 ? 0 : 1);
     out.size = pre.size + enc.size + post.size;
     out.tag =
         via_set ? (tag_for(kind) & ~((1U << tag_kind_bits) - 1)) | tag_set_acquire : tag_for(kind);

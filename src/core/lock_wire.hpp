@@ -31,6 +31,13 @@ bool counter_shares_slot(str_view name) noexcept;
 // lock_max_name; for the counter, counter_shares_slot(name) must hold.
 std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept;
 
+// The renewal mark (renewal_mark.cpp): `name:r` and two bytes, chosen so the
+// mark hashes to the name's Cluster slot. suffix_out gets the two bytes;
+// false (never in practice) when no pair does.
+bool renewal_mark_suffix(str_view name, char* suffix_out) noexcept;
+// Writes the mark into out (name.size + 4 bytes) and returns its length.
+std::size_t make_renewal_mark(char* out, str_view name, const char* suffix) noexcept;
+
 // SET key token NX PX ttl GET: the plain acquire in one command (Redis >= 7).
 resp_encoded encode_set_acquire(str_view key, str_view token, str_view ttl, char* out,
                                 std::size_t capacity) noexcept;
@@ -47,6 +54,7 @@ enum class reply_shape : std::uint8_t {
     status,     // a simple string (+OK): text
     text,       // a bulk or verbatim string: text
     noscript,   // -NOSCRIPT: the server's script cache lacks the script
+    tryagain,   // -TRYAGAIN: a Cluster slot migrating with some of the keys moved
     wrongtype,  // -WRONGTYPE: the key holds another type
     syntax,     // -ERR syntax error: options the server does not take
     error,      // any other error reply

@@ -251,10 +251,13 @@ TEST_CASE("cli: run -w is told of the release, and does not poll", "[cli][notify
     CHECK(r.status == 0);
     CHECK(mono_s() - freed < 2.0);  // a sanity bound; the push takes well under a millisecond
     CHECK(lock_exists(admin, key) == 0);
-    // SET (busy), the acquire script (busy: it registers the waiter), after
-    // the push CLIENT CACHING yes, PTTL and SET, and the release.
+    // SET (busy), CLIENT TRACKING for the name and the acquire script
+    // (busy), after the push PTTL and SET, and the release: one CLIENT
+    // TRACKING, two PTTL (the script's and the told try's), no polling.
     CHECK(edgelock_test::command_calls(admin, "evalsha") == 2);
-    CHECK(edgelock_test::command_calls(admin, "client|caching") == 2);
+    CHECK(edgelock_test::command_calls(admin, "client|tracking") == 1);
+    CHECK(edgelock_test::command_calls(admin, "pttl") == 2);
+    CHECK(edgelock_test::command_calls(admin, "set") == 3);
 }
 
 TEST_CASE("cli: a signal while waiting for the lock ends the wait, no command run", "[cli]") {

@@ -253,7 +253,7 @@ TEST_CASE("sim BCAST: option errors, with Redis's texts, change nothing",
     CHECK_FALSE(d.bcast);
 }
 
-TEST_CASE("sim BCAST: no PREFIX is every key; OFF clears it all", "[sim][tracking][bcast]") {
+TEST_CASE("sim BCAST: no PREFIX is every key and OFF clears it all", "[sim][tracking][bcast]") {
     bench b;
     sim::session& a = b.client();
     sim::session& writer = b.client();

@@ -64,7 +64,7 @@ TEST_CASE("notify: a waiter is told when another client's key goes", "[integrati
     };
     for (const gone_case& k : cases) {
         INFO(k.what);
-        told_when_gone(srv, l, k.hold, k.act);
+        told_when_gone(srv, c, l, k.hold, k.act, &k == &cases[0]);
     }
 }
 
@@ -158,7 +158,19 @@ TEST_CASE("notify: notify off, or an ACL without CLIENT TRACKING, is not told",
     REQUIRE(denied.connect(port::now() + duration::seconds(3)) == 1);
     INFO(what(denied.node(0)));
     CHECK(denied.node(0).state == node_state::ready);
-    CHECK_FALSE(denied.node(0).tracking);
+    // Its waiter asks for its name, is refused, and polls: it acquires
+    // after the holder's key expires, and the node stays.
+    redis_client admin(acl.port());
+    REQUIRE(admin.command({"SET", "jobs", "other", "PX", "300"}).text == "OK");
+    REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
+    client_lock waiter;
+    REQUIRE(waiter.attach(denied, "jobs", options(5000, 200)) == client_errc::ok);
+    const op_result r = waiter.acquire(duration::seconds(4));
+    INFO(what(r));
+    REQUIRE(r.event.kind == lock_event_kind::acquired);
+    CHECK(error_calls(admin, "NOPERM") == 1);  // asked once, not on every try
+    CHECK(denied.node(0).state == node_state::ready);
+    must_release(waiter);
 }
 
 TEST_CASE("notify: a lock of the same client is woken by its neighbour's release",

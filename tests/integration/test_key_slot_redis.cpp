@@ -44,5 +44,11 @@ TEST_CASE("key slot: the same as CLUSTER KEYSLOT", "[integration][key_slot]") {
         INFO(name);
         CHECK(c.command({"CLUSTER", "KEYSLOT", std::string(lock, ln)}).integer ==
               c.command({"CLUSTER", "KEYSLOT", std::string(fence, fn)}).integer);
+        char mark[edgelock::lock_max_name + 16];
+        const std::size_t mn =
+            edgelock::lock_key(n, edgelock::lock_key_kind::renewal_mark, mark, sizeof mark);
+        REQUIRE(mn > 0);
+        CHECK(c.command({"CLUSTER", "KEYSLOT", std::string(lock, ln)}).integer ==
+              c.command({"CLUSTER", "KEYSLOT", std::string(mark, mn)}).integer);
     }
 }

@@ -77,6 +77,10 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
     }
     if (s == &script_renew) {
         if (ks.holds(key(0), arg(0), now)) {
+            if (keys.size() > 1) {
+                ks.set(key(1), "");  // the renewal mark, with twice the ttl
+                ks.pexpire(key(1), 2 * parse_int(arg(1)), now);
+            }
             return resp_int(ks.pexpire(key(0), parse_int(arg(1)), now));
         }
         return resp_int(0);
@@ -103,6 +107,10 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
     }
     if (s == &script_reentrant_renew) {
         if (ks.has_field(key(0), arg(0), now)) {
+            if (keys.size() > 1) {
+                ks.set(key(1), "");
+                ks.pexpire(key(1), 2 * parse_int(arg(1)), now);
+            }
             return resp_int(ks.pexpire(key(0), parse_int(arg(1)), now));
         }
         return resp_int(0);

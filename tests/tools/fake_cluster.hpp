@@ -52,7 +52,7 @@ struct session {
 // The lock scripts by the digests the library sends (src/core/lock_scripts.cpp).
 constexpr const char* acquire_digest = "c0ee60e9e4a793825925d223ca460d0a72f97738";
 constexpr const char* release_digest = "8cfd6be96f10f215244fa8a291f7eb0813494f7e";
-constexpr const char* renew_digest = "855d8dc30c9a01d5b71731b99ebc0107d17ea484";
+constexpr const char* renew_digest = "4078e0160e532c92122502d4009aaff6c8a586ce";
 
 enum class script { unknown, acquire, release, renew };
 
@@ -63,6 +63,9 @@ inline script script_of(const std::string& name, const std::string& text) {
                : text == release_digest ? script::release
                : text == renew_digest   ? script::renew
                                         : script::unknown;
+    }
+    if (text.find("ARGV[2] * 2") != std::string::npos) {
+        return script::renew;  // it writes the renewal mark with twice the ttl
     }
     if (text.find("'set'") != std::string::npos) {
         return script::acquire;

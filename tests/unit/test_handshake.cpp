@@ -129,22 +129,19 @@ std::string joined(const request& q) {
 
 }  // namespace
 
-TEST_CASE("handshake: one flight of HELLO, CONFIG GET and CLIENT TRACKING, no script",
-          "[handshake]") {
+TEST_CASE("handshake: one flight of HELLO and CONFIG GET, no script, no tracking", "[handshake]") {
     const node_address a = parse("redis://10.0.0.1:6379");
     client_options o;
     SECTION("RESP3") {
         handshake h;
         h.start(a, o);
         const std::vector<request> sent = drain(h);
-        REQUIRE(sent.size() == 3);
+        REQUIRE(sent.size() == 2);
         CHECK(joined(sent[0]) == "HELLO 3 SETNAME edgelock");
         CHECK(joined(sent[1]) == "CONFIG GET maxmemory*");
-        CHECK(joined(sent[2]) == "CLIENT TRACKING ON OPTIN NOLOOP");
-        // Lock requests may follow before any reply, told and by SET NX GET.
+        // Lock requests may follow before any reply, by SET NX GET.
         CHECK(h.sent_all());
         CHECK_FALSE(h.refused());
-        CHECK(h.tracking_asked());
         CHECK_FALSE(h.hello_refused());
         edgelock::detail::node_report report;
         for (std::size_t i = 0; i < sent.size(); ++i) {
@@ -169,7 +166,6 @@ TEST_CASE("handshake: one flight of HELLO, CONFIG GET and CLIENT TRACKING, no sc
         REQUIRE(sent.size() == 2);
         CHECK(joined(sent[0]) == "HELLO 2 SETNAME edgelock");
         CHECK(joined(sent[1]) == "CONFIG GET maxmemory*");
-        CHECK_FALSE(h.tracking_asked());
         edgelock::detail::node_report report;
         CHECK(answer_all(h, sent, report) == handshake_status::ready);
         CHECK(std::string(report.version, report.version_size) == "7.0.15");
@@ -207,7 +203,7 @@ TEST_CASE("handshake: credentials and database shape the first requests", "[hand
         handshake h;
         h.start(a, o);
         const std::vector<request> sent = drain(h);
-        REQUIRE(sent.size() == 3);
+        REQUIRE(sent.size() == 2);
         CHECK(joined(sent.at(0)) == "HELLO 3 AUTH default pw SETNAME edgelock");
         CHECK(h.sent_all());
     }
@@ -268,8 +264,8 @@ TEST_CASE("handshake: refusals a lock can live without do not fail the node", "[
     h.start(a, o);
     std::vector<request> sent = drain(h);
     edgelock::detail::node_report report;
-    // An ACL without +config, +info or +client|tracking: CONFIG GET refused
-    // asks INFO memory instead, refused too; nothing is known of memory.
+    // An ACL without +config or +info: CONFIG GET refused asks INFO memory
+    // instead, refused too; nothing is known of memory.
     const std::string noperm = "-NOPERM this user has no permissions\r\n";
     CHECK(reply(h, sent.at(0).id, good_reply(sent.at(0)), report) == handshake_status::pending);
     CHECK(reply(h, sent.at(1).id, noperm, report) == handshake_status::pending);
@@ -277,11 +273,10 @@ TEST_CASE("handshake: refusals a lock can live without do not fail the node", "[
     const std::vector<request> late = drain(h);
     REQUIRE(late.size() == 1);
     CHECK(joined(late.at(0)) == "INFO memory");
-    CHECK(reply(h, sent.at(2).id, noperm, report) == handshake_status::pending);
     CHECK(reply(h, late.at(0).id, noperm, report) == handshake_status::ready);
     CHECK(report.error == node_error::none);
     CHECK(report.policy_size == 0);
-    CHECK_FALSE(report.tracking);
+    CHECK(report.tracking);    // RESP3: whether a name may be tracked, a waiter finds out
     CHECK(report.set_nx_get);  // HELLO said 7.0.15
 }
 
@@ -364,45 +359,39 @@ TEST_CASE("handshake: a replica fails the node, an evicting master warns", "[han
 TEST_CASE("handshake: a request that does not fit waits for room, none is lost", "[handshake]") {
     const node_address a = parse("redis://h");
     client_options o;
+    o.client_name = edgelock::str_view();
     handshake h;
     h.start(a, o);
-    char small[56];
+    char small[30];
     std::uint8_t id = 0;
-    // HELLO 3 SETNAME edgelock and CONFIG GET fit; CLIENT TRACKING does not.
+    // HELLO 3 fits (22 bytes); CONFIG GET maxmemory* (42) does not.
     std::vector<std::uint8_t> ids;
     for (std::size_t size; (size = h.poll_request(small, sizeof small, id)) > 0;) {
         ids.push_back(id);
     }
-    REQUIRE(ids.size() == 2);
+    REQUIRE(ids.size() == 1);
     CHECK(h.status() == handshake_status::pending);
     CHECK_FALSE(h.sent_all());  // no lock request ahead of it
     const std::vector<request> rest = drain(h);
     REQUIRE(rest.size() == 1);
-    CHECK(rest.front().id == handshake::tracking);
+    CHECK(rest.front().id == handshake::config_memory);
     CHECK(h.sent_all());
 }
 
-TEST_CASE("handshake: RESP3 asks for key tracking, and a refusal fails nothing", "[handshake]") {
+TEST_CASE("handshake: key tracking is a waiter's to ask, not the set-up's", "[handshake]") {
     const node_address a = parse("redis://10.0.0.1");
     client_options o;
-    SECTION("refused (an ACL): the node is used, its waiters poll") {
+    for (const bool notify : {true, false}) {
+        o.notify = notify;
         handshake h;
         h.start(a, o);
-        edgelock::detail::node_report report;
-        answer_all(h, drain(h), report, handshake::tracking,
-                   "-NOPERM this user has no permissions to run the 'client|tracking' command\r\n");
-        CHECK(h.status() == handshake_status::ready);
-        CHECK(report.error == node_error::none);
-        CHECK_FALSE(report.tracking);
-    }
-    SECTION("not asked: notify off") {
-        o.notify = false;
-        handshake h;
-        h.start(a, o);
-        for (const request& q : drain(h)) {
-            CHECK(q.id != handshake::tracking);
+        const std::vector<request> sent = drain(h);
+        for (const request& q : sent) {
+            CHECK(joined(q).find("TRACKING") == std::string::npos);
         }
-        CHECK_FALSE(h.tracking_asked());
+        edgelock::detail::node_report report;
+        CHECK(answer_all(h, sent, report) == handshake_status::ready);
+        CHECK(report.tracking == notify);  // RESP3: the waiters can be told, if wanted
     }
 }
 
@@ -418,7 +407,6 @@ TEST_CASE("handshake: a server without HELLO is spoken to in RESP2", "[handshake
         CHECK(reply(h, sent.at(0).id, no_hello, report) == handshake_status::pending);
         CHECK(report.resp2);
         CHECK(h.hello_refused());
-        CHECK_FALSE(h.tracking_asked());
         const std::vector<request> late = drain(h);
         REQUIRE(late.size() == 3);
         CHECK(joined(late.at(0)) == "CLIENT SETNAME edgelock");
@@ -428,13 +416,9 @@ TEST_CASE("handshake: a server without HELLO is spoken to in RESP2", "[handshake
         sent.insert(sent.end(), late.begin(), late.end());
         handshake_status s = handshake_status::pending;
         for (const request& q : sent) {
-            // Redis 5 has no CLIENT TRACKING either.
             s = reply(h, q.id,
-                      q.id == handshake::tracking
-                          ? std::string("-ERR Unknown subcommand or wrong number of arguments\r\n")
-                      : q.id == handshake::info_server
-                          ? bulk("# Server\r\nredis_version:5.0.14\r\n")
-                          : good_reply(q),
+                      q.id == handshake::info_server ? bulk("# Server\r\nredis_version:5.0.14\r\n")
+                                                     : good_reply(q),
                       report);
         }
         CHECK(s == handshake_status::ready);
@@ -465,10 +449,10 @@ TEST_CASE("handshake: a server without HELLO is spoken to in RESP2", "[handshake
         handshake h;
         h.start(a, o);
         const std::vector<request> first = drain(h);
-        REQUIRE(first.size() == 3);
+        REQUIRE(first.size() == 2);
         edgelock::detail::node_report report;
         CHECK(reply(h, first.at(0).id, no_hello, report) == handshake_status::pending);
-        CHECK_FALSE(h.sent_all());  // lock requests wait: two NOAUTH are still due
+        CHECK_FALSE(h.sent_all());  // lock requests wait: a NOAUTH is still due
         const std::vector<request> rest = drain(h);
         REQUIRE(rest.size() == 5);
         CHECK(joined(rest.at(0)) == "AUTH pw");
@@ -478,7 +462,6 @@ TEST_CASE("handshake: a server without HELLO is spoken to in RESP2", "[handshake
         CHECK(joined(rest.at(4)) == "INFO server");
         const std::string noauth = "-NOAUTH Authentication required.\r\n";
         CHECK(reply(h, first.at(1).id, noauth, report) == handshake_status::pending);
-        CHECK(reply(h, first.at(2).id, noauth, report) == handshake_status::pending);
         CHECK(h.sent_all());
         CHECK(answer_all(h, rest, report) == handshake_status::ready);
         CHECK(report.error == node_error::none);

@@ -67,3 +67,22 @@ TEST_CASE("key slot: a lock's key and its fencing counter share one slot", "[key
     }
     CHECK(checked > 10000);
 }
+
+TEST_CASE("key slot: a lock's renewal mark starts with its name and shares its slot",
+          "[key_slot]") {
+    std::mt19937 gen(11);
+    const std::string alphabet = "abcxyz019-_:.{}";
+    for (int i = 0; i < 20000; ++i) {
+        std::string name(1 + gen() % 12, 'a');
+        for (char& c : name) {
+            c = i % 2 == 0 ? alphabet[gen() % alphabet.size()] : static_cast<char>(gen() % 256);
+        }
+        INFO(i);
+        const std::string mark = key_of(name, edgelock::lock_key_kind::renewal_mark);
+        REQUIRE(mark.size() == name.size() + 4);
+        CHECK(mark.compare(0, name.size() + 2, name + ":r") == 0);
+        CHECK(mark[name.size() + 2] != '}');
+        CHECK(mark[name.size() + 3] != '}');
+        REQUIRE(slot(mark) == slot(name));
+    }
+}

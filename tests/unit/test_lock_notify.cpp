@@ -173,28 +173,26 @@ TEST_CASE("notify: told, a waiter polls only as a fallback", "[lock][notify]") {
     CHECK(w.l.set_node_caps(1, told_caps()) == lock_errc::bad_node);
 }
 
-TEST_CASE("notify: on a told node only an acquire script asks to be tracked", "[lock][notify]") {
+TEST_CASE("notify: a told node's requests go alone and its renews write the renewal mark",
+          "[lock][notify]") {
     waiter w;
     edgelock::lock_node_caps caps = told_caps();
-    const std::string caching = "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nyes\r\n";
-    SECTION("the acquire script: CLIENT CACHING yes first, its reply to be dropped") {
+    SECTION("the acquire script and the release: nothing ahead") {
         REQUIRE(w.l.set_node_caps(0, caps) == lock_errc::ok);
         REQUIRE(w.l.acquire(t0) == lock_errc::ok);
         char buf[edgelock::lock_max_request];
         const edgelock::lock_transmit t = w.l.poll_transmit(0, buf, sizeof buf);
         REQUIRE(t.error == lock_errc::ok);
-        CHECK(t.preceding == 1);
-        const std::string bytes(buf, t.size);
-        CHECK(bytes.rfind(caching, 0) == 0);
-        CHECK(bytes.find("EVALSHA", caching.size()) == caching.size() + 8);  // after *5 $7
+        CHECK(t.preceding == 0);
+        CHECK(std::string(buf, t.size).rfind("*6\r\n$7\r\nEVALSHA\r\n", 0) == 0);
         reply(w.l, 0, t.tag, won_reply, t0 + duration::millis(1));
         REQUIRE(w.l.release(t0 + duration::millis(2)) == lock_errc::ok);
         char rel[edgelock::lock_max_request];
         const edgelock::lock_transmit r = w.l.poll_transmit(0, rel, sizeof rel);
-        CHECK(r.preceding == 0);  // a release is not tracked
-        CHECK(std::string(rel, r.size).find("CACHING") == std::string::npos);
+        CHECK(r.preceding == 0);
+        CHECK(std::string(rel, r.size).find("PTTL") == std::string::npos);
     }
-    SECTION("the SET acquire: not read-only, nothing to track") {
+    SECTION("the SET acquire: nothing ahead") {
         caps.set_nx_get = true;
         REQUIRE(w.l.set_node_caps(0, caps) == lock_errc::ok);
         REQUIRE(w.l.acquire(t0) == lock_errc::ok);
@@ -203,40 +201,110 @@ TEST_CASE("notify: on a told node only an acquire script asks to be tracked", "[
         CHECK(t.preceding == 0);
         CHECK(std::string(buf, t.size).rfind("*7\r\n$3\r\nSET\r\n", 0) == 0);
     }
-    SECTION("a buffer too small for both writes nothing and says what both need") {
-        REQUIRE(w.l.set_node_caps(0, caps) == lock_errc::ok);
+    SECTION("a renew names the lock's key and its renewal mark") {
         REQUIRE(w.l.acquire(t0) == lock_errc::ok);
-        char big[edgelock::lock_max_request];
-        edgelock::lock twin;
-        counter_random rnd;
-        edgelock::lock_options o = edgelock_test::lock_test_options();
-        REQUIRE(twin.configure("jobs", 1, o, rnd.source()) == lock_errc::ok);
-        REQUIRE(twin.acquire(t0) == lock_errc::ok);
-        const std::size_t alone = twin.poll_transmit(0, big, sizeof big).size;
-        for (std::size_t cap : {std::size_t{10}, caching.size(), caching.size() + alone - 1}) {
-            char small[edgelock::lock_max_request];
-            std::memset(small, 0x5a, sizeof small);
-            const edgelock::lock_transmit t = w.l.poll_transmit(0, small, cap);
-            CHECK(t.error == lock_errc::buffer_too_small);
-            CHECK(t.size == caching.size() + alone);
-            CHECK(small[0] == 0x5a);
-            CHECK(small[caching.size()] == 0x5a);
-        }
-        const edgelock::lock_transmit t = w.l.poll_transmit(0, big, caching.size() + alone);
-        CHECK(t.error == lock_errc::ok);
-        CHECK(t.size == caching.size() + alone);
+        reply(w.l, 0, take(w.l, 0).tag, won_reply, t0 + duration::millis(1));
+        REQUIRE(w.l.renew(t0 + duration::millis(2)) == lock_errc::ok);
+        const sent renew = take(w.l, 0);
+        char mark[edgelock::lock_key_capacity];
+        const std::size_t size =
+            edgelock::lock_key("jobs", edgelock::lock_key_kind::renewal_mark, mark, sizeof mark);
+        REQUIRE(size == 8);
+        const std::string head =
+            "*7\r\n$7\r\nEVALSHA\r\n$40\r\n" +
+            std::string(edgelock::script_renew.sha1.data, edgelock::script_renew.sha1.size) +
+            "\r\n$1\r\n2\r\n$4\r\njobs\r\n$8\r\n" + std::string(mark, size);
+        CHECK(renew.bytes.rfind(head, 0) == 0);
+        CHECK(w.l.is_renewal_mark(edgelock::str_view(mark, size)));
+        CHECK_FALSE(w.l.is_renewal_mark("jobs"));
+        CHECK_FALSE(w.l.is_renewal_mark(edgelock::str_view(mark, size - 1)));
+        mark[size - 1] = static_cast<char>(mark[size - 1] ^ 1);
+        CHECK_FALSE(w.l.is_renewal_mark(edgelock::str_view(mark, size)));
     }
 }
 
-TEST_CASE("notify: a told waiter's next try is CLIENT CACHING yes, PTTL and SET, no script",
+TEST_CASE("notify: a renew answered TRYAGAIN goes again without its mark, same round",
           "[lock][notify]") {
+    waiter w;
+    REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+    reply(w.l, 0, take(w.l, 0).tag, won_reply, t0 + duration::millis(1));
+    lock_event ev;
+    REQUIRE(w.l.poll_event(ev));
+    for (std::uint64_t i = 0; i < 2; ++i) {  // each renew tries the pair first
+        const instant at = t0 + duration::millis(10 + 10 * i);
+        REQUIRE(w.l.renew(at) == lock_errc::ok);
+        const sent pair = take(w.l, 0);
+        CHECK(pair.bytes.find("$1\r\n2\r\n$4\r\njobs\r\n") != std::string::npos);
+        reply(w.l, 0, pair.tag, "-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
+              at + duration::millis(1));
+        REQUIRE(w.l.next_send(0) == edgelock::lock::outgoing::request);
+        const sent alone = take(w.l, 0);
+        CHECK(alone.bytes.find("$1\r\n1\r\n$4\r\njobs\r\n") != std::string::npos);
+        reply(w.l, 0, alone.tag, ":1\r\n", at + duration::millis(2));
+        REQUIRE(w.l.poll_event(ev));
+        CHECK(ev.kind == lock_event_kind::renewed);
+    }
+    // Twice in one round is a failed renew, as any error.
+    REQUIRE(w.l.renew(t0 + duration::millis(40)) == lock_errc::ok);
+    const std::string tryagain = "-TRYAGAIN Multiple keys request during rehashing of slot\r\n";
+    reply(w.l, 0, take(w.l, 0).tag, tryagain, t0 + duration::millis(41));
+    reply(w.l, 0, take(w.l, 0).tag, tryagain, t0 + duration::millis(42));
+    CHECK(w.l.next_send(0) == edgelock::lock::outgoing::none);
+    REQUIRE(w.l.poll_event(ev));
+    CHECK(ev.kind == lock_event_kind::renew_failed);
+}
+
+TEST_CASE("notify: a renew heard moves a told waiter's poll, and only that", "[lock][notify]") {
+    waiter w;
+    REQUIRE(w.l.set_node_caps(0, told_caps()) == lock_errc::ok);
+    REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+    reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(1));  // 800 ms left
+    const instant poll = t0 + duration::millis(1) + duration::millis(800) + duration::seconds(1);
+    REQUIRE(w.l.next_deadline() == poll);
+    SECTION("renewed: the poll waits the holder's ttl again from then, and no try goes") {
+        const instant at = t0 + duration::millis(500);
+        REQUIRE(w.l.on_key_renewed(at) == lock_errc::ok);
+        CHECK(w.l.state() == lock_state::retry_wait);
+        CHECK(w.l.next_send(0) == edgelock::lock::outgoing::none);
+        CHECK(w.l.next_deadline() == at + duration::millis(800) + duration::seconds(1));
+        // A release after it is still a try at once.
+        REQUIRE(w.l.on_key_changed(at + duration::millis(1)) == lock_errc::ok);
+        CHECK(w.l.state() == lock_state::acquiring);
+    }
+    SECTION("a try already due (the key changed) is not put off") {
+        REQUIRE(w.l.on_key_changed(t0 + duration::millis(5)) == lock_errc::ok);
+        reply(w.l, 0, take(w.l, 0).tag, "*2\r\n:0\r\n:-1\r\n", t0 + duration::millis(6));
+        const instant due = w.l.next_deadline();  // the ttl unknown: the retry delay
+        REQUIRE(w.l.on_key_renewed(t0 + duration::millis(7)) == lock_errc::ok);
+        CHECK(w.l.next_deadline() == due);
+    }
+    SECTION("not near the wait's end: the last try stays where it was") {
+        const instant late = t0 + duration::millis(4200);
+        REQUIRE(w.l.on_key_renewed(late) == lock_errc::ok);
+        CHECK(w.l.next_deadline() ==
+              t0 + (duration::seconds(5) - duration::millis(50) - duration::micros(1)));
+    }
+}
+
+TEST_CASE("notify: an untold waiter ignores a renew heard", "[lock][notify]") {
+    waiter w;
+    REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+    reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(1));
+    const instant due = w.l.next_deadline();
+    REQUIRE(w.l.on_key_renewed(t0 + duration::millis(300)) == lock_errc::ok);
+    CHECK(w.l.next_deadline() == due);
+    edgelock::lock idle;
+    CHECK(idle.on_key_renewed(t0) == lock_errc::not_configured);
+}
+
+TEST_CASE("notify: a told waiter's next try is PTTL and SET, no script", "[lock][notify]") {
     waiter w;
     edgelock::lock_node_caps caps = told_caps();
     caps.set_nx_get = true;
     REQUIRE(w.l.set_node_caps(0, caps) == lock_errc::ok);
     REQUIRE(w.l.acquire(t0) == lock_errc::ok);
     // The first try: SET alone; it finds the key taken, and the script goes
-    // in the same round (behind CLIENT CACHING yes: tracked, the ttl said).
+    // in the same round (the ttl said).
     const sent first = take(w.l, 0);
     CHECK(first.bytes.rfind("*7\r\n$3\r\nSET\r\n", 0) == 0);
     reply(w.l, 0, first.tag, "$32\r\n0123456789abcdef0123456789abcdef\r\n",
@@ -246,18 +314,23 @@ TEST_CASE("notify: a told waiter's next try is CLIENT CACHING yes, PTTL and SET,
     reply(w.l, 0, script.tag, busy_reply, t0 + duration::millis(2));
     REQUIRE(w.l.state() == lock_state::retry_wait);
 
-    // Told of a change: CLIENT CACHING yes, PTTL (tracked, the holder's
-    // ttl), then SET, whose "taken" is the answer: no script.
+    // Told of a change: PTTL (the holder's ttl), then SET, whose "taken" is
+    // the answer: no script.
     REQUIRE(w.l.on_key_changed(t0 + duration::millis(5)) == lock_errc::ok);
     char buf[edgelock::lock_max_request];
+    // A buffer too small for both writes nothing and says what both need.
+    std::memset(buf, 0x5a, sizeof buf);
+    const edgelock::lock_transmit cut = w.l.poll_transmit(0, buf, 40);
+    CHECK(cut.error == lock_errc::buffer_too_small);
+    CHECK(cut.size > 40);
+    CHECK(buf[0] == 0x5a);
     const edgelock::lock_transmit t = w.l.poll_transmit(0, buf, sizeof buf);
+    CHECK(t.size == cut.size);
     REQUIRE(t.error == lock_errc::ok);
     const std::string bytes(buf, t.size);
-    const std::string head =
-        "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nyes\r\n"
-        "*2\r\n$4\r\nPTTL\r\n$4\r\njobs\r\n*7\r\n$3\r\nSET\r\n";
+    const std::string head = "*2\r\n$4\r\nPTTL\r\n$4\r\njobs\r\n*7\r\n$3\r\nSET\r\n";
     CHECK(bytes.rfind(head, 0) == 0);
-    CHECK(t.preceding == 2);
+    CHECK(t.preceding == 1);
     REQUIRE(t.preceding_tag != 0);
     reply(w.l, 0, t.preceding_tag, ":700\r\n", t0 + duration::millis(6));
     SECTION("taken: busy, with the PTTL's ttl") {

@@ -328,27 +328,6 @@ TEST_CASE("subscription: a refused set-up is not tried again", "[subscription]")
     }
 }
 
-TEST_CASE("subscription: the redirect's answer", "[subscription]") {
-    rig r;
-    r.listening();
-    const instant now = port::now();
-    SECTION("accepted for its id: told") {
-        CHECK(r.sub.on_redirect_answer(42, true, r.link, now) == edgelock::detail::sub_told);
-        CHECK(r.sub.phase() == sub_phase::listening);
-    }
-    SECTION("for another id: an old subscription's, nothing") {
-        CHECK(r.sub.on_redirect_answer(41, true, r.link, now) == edgelock::detail::sub_none);
-        CHECK(r.sub.on_redirect_answer(41, false, r.link, now) == edgelock::detail::sub_none);
-        CHECK(r.sub.phase() == sub_phase::listening);
-    }
-    SECTION("refused: closed for good") {
-        CHECK(r.sub.on_redirect_answer(42, false, r.link, now) == edgelock::detail::sub_lost);
-        CHECK(r.sub.phase() == sub_phase::refused);
-        CHECK(r.sub.fd() < 0);
-        CHECK(r.sub.next_deadline(true, now).is_never());
-    }
-}
-
 TEST_CASE("subscription: a server that never answers is closed at connect_timeout",
           "[subscription]") {
     rig r;

@@ -22,6 +22,7 @@
 #include "edgelock/detail/stream.hpp"
 #include "edgelock/detail/subscription.hpp"
 #include "edgelock/detail/timer_table.hpp"
+#include "edgelock/detail/tracked_names.hpp"
 #include "edgelock/node_url.hpp"
 #include "edgelock/port.hpp"
 #include "edgelock/str_view.hpp"
@@ -121,11 +122,12 @@ struct connection {
     handshake setup;
     node_report report;
     reply_fifo<in_flight, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
-    subscription sub;                                      // RESP2 waiters are told through it
-    sentinel_resolver where;                               // redis-sentinel:// nodes
-    sentinel_watch watch;                                  // and their +switch-master
-    failover moving;                                       // and the switches it heard
-    cluster_router cluster;                                // redis-cluster:// nodes
+    tracked_names names;                // what the server tracks for this connection's waiters
+    subscription sub;                   // RESP2 waiters are told through it
+    sentinel_resolver where;            // redis-sentinel:// nodes
+    sentinel_watch watch;               // and their +switch-master
+    failover moving;                    // and the switches it heard
+    cluster_router cluster;             // redis-cluster:// nodes
     peer target;                        // a master named by a sentinel or a Cluster's map
     std::uint8_t node = no_connection;  // the node it serves (its own index, for the first N)
     bool redirect_due = false;          // CLIENT TRACKING ... REDIRECT sub.id() is still to send

@@ -62,7 +62,7 @@ struct node_report {
     std::uint8_t policy_size = 0;
     std::uint8_t version_size = 0;
     bool set_nx_get = false;   // the version: the node takes SET NX PX GET
-    bool tracking = false;     // tracking accepted (RESP3, or redirected): waiters are told
+    bool tracking = false;     // waiters can be told (RESP3, or a RESP2 subscription is up)
     bool resp2 = false;        // RESP3 was asked for, the server has no HELLO
     bool tracks_keys = false;  // the version: Redis 6 or later, CLIENT TRACKING is there
     std::size_t message_size = 0;
@@ -89,7 +89,6 @@ public:
         select,
         setname,           // CLIENT SETNAME: a server without HELLO
         config_memory,     // CONFIG GET maxmemory*
-        tracking,          // CLIENT TRACKING ON (RESP3 with client_options::notify)
         info_memory,       // a server that refused CONFIG GET
         info_replication,  // a server without HELLO, or a replica's master
         info_server,       // a server without HELLO
@@ -123,9 +122,8 @@ public:
     bool refused() const noexcept { return status_ == handshake_status::failed || doomed_; }
     // What a lock request sent now may take for granted: HELLO was not
     // refused (so SET NX PX GET is worth a try: an older server's syntax error
-    // sends the script instead), and CLIENT TRACKING went out ahead of it.
+    // sends the script instead).
     bool hello_refused() const noexcept { return resp2_ || hello_refused_; }
-    bool tracking_asked() const noexcept { return tracking_asked_ && !hello_refused(); }
     // True when the reply to `request` may be skipped unread (INFO).
     static bool reply_optional(std::uint8_t request) noexcept {
         return request == info_replication || request == info_memory || request == info_server;
@@ -148,10 +146,9 @@ private:
     std::uint8_t replies_due_ = 0;  // sent, reply not yet in
     std::uint8_t stale_ = 0;        // replies to pass over: NOAUTH to what followed HELLO
     handshake_status status_ = handshake_status::pending;
-    bool resp2_ = false;           // RESP3 was asked, HELLO is unknown here: RESP2 from now on
-    bool hello_refused_ = false;   // HELLO is unknown here (RESP2 asked)
-    bool tracking_asked_ = false;  // CLIENT TRACKING went out
-    bool doomed_ = false;          // a replica: fails once INFO says whose
+    bool resp2_ = false;          // RESP3 was asked, HELLO is unknown here: RESP2 from now on
+    bool hello_refused_ = false;  // HELLO is unknown here (RESP2 asked)
+    bool doomed_ = false;         // a replica: fails once INFO says whose
 };
 
 // The set-up of a node's subscription connection, which tells RESP2 waiters

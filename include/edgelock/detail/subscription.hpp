@@ -45,7 +45,6 @@ constexpr std::uint8_t sub_listening =
     1;  // subscribed: the lock connection redirects its tracking to id()
 constexpr std::uint8_t sub_lost = 2;    // closed: the node's waiters poll until it is back
 constexpr std::uint8_t sub_missed = 4;  // what the server said was lost: every waiter tries again
-constexpr std::uint8_t sub_told = 8;    // the redirect was taken: the node's waiters are told again
 
 // Where a published message goes: the client wakes the locks it names, as
 // told by `node`.
@@ -87,9 +86,6 @@ public:
     // Made, timed out, made again after a backoff.
     std::uint8_t service(bool wanted, const sub_link& link, instant now) noexcept;
     std::uint8_t on_ready(std::uint8_t events, const sub_link& link, instant now) noexcept;
-    // The lock connection's CLIENT TRACKING ... REDIRECT `id` was answered.
-    std::uint8_t on_redirect_answer(std::int64_t id, bool accepted, const sub_link& link,
-                                    instant now) noexcept;
     // The lock connection is gone: so is what it redirected here. Off, to
     // be made anew without a backoff once the node is ready again.
     void shut(transport& t) noexcept;

@@ -1,24 +1,24 @@
 // How soon a waiter told of a change to the lock's key tries again: at once,
-// unless its last told tries heard more pushes than a server sends.
+// unless its last told tries heard more pushes than a key's holders make.
 //
-// A server that tracks the key tells a waiter once per read of it, so a
-// real change (the key released, taken by another, renewed) costs a waiter
-// one try, and that try is never delayed: the handoff after a release is one
-// round trip. But a push is only a claim. A server (or something between)
-// that sends invalidations without end, for the key or as flushes, would
-// otherwise have every waiter try once per round trip, on every node of a
-// Redlock, for as long as the wait lasts.
+// A real change (the key released, expired, taken by another) costs a
+// waiter one try, and that try is never delayed: the handoff after a
+// release is one round trip. A renew by the holder is heard as one, with
+// its renewal mark, and is not counted here (lock::on_key_renewed). But a
+// push is only a claim. A server (or something between) that sends
+// invalidations without end, for the key or as flushes, would otherwise
+// have every waiter try once per round trip, on every node of a Redlock,
+// for as long as the wait lasts.
 //
-// A tracking server tells once per read: the key, once read with CLIENT
-// CACHING yes, is told of once when it changes, and not again until read
-// again. Between the start of one round and the answer of the next there
-// are two reads, so at most two pushes for the key (or flushes) from each
-// node that are true. A told round that ends busy after more than that heard noise: after
-// two such rounds in a row, the next told try waits retry_min after the last
+// Between the start of one round and the answer of the next, a key changes
+// hands about twice: released (or expired), then taken by whoever won. So at
+// most two pushes for the key (or flushes) from each node are taken as true.
+// A told round that ends busy after more than that heard noise: after two
+// such rounds in a row, the next told try waits retry_min after the last
 // one, doubling with each further one up to retry_max, so a waiter is never
 // woken more often than one that is not told polls. A told round that heard
-// no more than a server sends, or an acquire, ends the backoff. Pushes are
-// counted, never queued: any number of them costs a counter.
+// no more than that, or an acquire, ends the backoff. Pushes are counted,
+// never queued: any number of them costs a counter.
 #pragma once
 
 #include <cstddef>

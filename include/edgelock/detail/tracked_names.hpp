@@ -1,0 +1,89 @@
+// The lock names a connection has the server track as prefixes, in
+// broadcasting mode (CLIENT TRACKING ON BCAST NOLOOP PREFIX name; see
+// src/client/notify.cpp), by a 64-bit hash of each: the names live in their
+// locks, which may go, while the server keeps a prefix until tracking is
+// switched off or the connection closes.
+//
+// A name is told when it, or a prefix of it, was accepted; a name asked for
+// and not yet answered counts as told (the request that needs it goes behind
+// the CLIENT TRACKING). A refusal (an ACL, or a prefix the server finds
+// overlapping one it holds, such as a longer name registered first) leaves
+// that name to poll on this connection. Room for
+// EDGELOCK_CLIENT_TRACKED_NAMES names: a lock past them polls.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/client_config.hpp"
+#include "edgelock/str_view.hpp"
+
+namespace edgelock {
+namespace detail {
+
+class tracked_names {
+public:
+    enum class standing : std::uint8_t { none, asked, told, refused };
+
+    standing of(str_view name) const noexcept {
+        std::uint64_t h = hash_seed;
+        for (std::size_t i = 0; i < name.size; ++i) {
+            h = next(h, static_cast<unsigned char>(name.data[i]));
+            for (std::size_t e = 0; e < count_; ++e) {
+                const entry& x = entries_[e];
+                if (x.hash != h || x.size != i + 1) {
+                    continue;
+                }
+                if (x.state == standing::told || i + 1 == name.size) {
+                    return x.state;  // a shorter one told covers it
+                }
+            }
+        }
+        return standing::none;
+    }
+    // Asks for `name`: the tag its CLIENT TRACKING's answer brings back to
+    // answer(), or 0 when there is no room.
+    std::uint32_t ask(str_view name) noexcept {
+        if (count_ == EDGELOCK_CLIENT_TRACKED_NAMES) {
+            return 0;
+        }
+        std::uint64_t h = hash_seed;
+        for (std::size_t i = 0; i < name.size; ++i) {
+            h = next(h, static_cast<unsigned char>(name.data[i]));
+        }
+        entries_[count_] = entry{h, static_cast<std::uint32_t>(name.size), standing::asked};
+        ++count_;
+        return (static_cast<std::uint32_t>(generation_) << 8) | count_;
+    }
+    void answer(std::uint32_t tag, bool accepted) noexcept {
+        const std::size_t at = tag & 0xff;
+        if ((tag >> 8) != generation_ || at == 0 || at > count_) {
+            return;  // asked before a clear(): that tracking is gone
+        }
+        entries_[at - 1].state = accepted ? standing::told : standing::refused;
+    }
+    // Tracking was switched off, or the connection closed.
+    void clear() noexcept {
+        count_ = 0;
+        generation_ = static_cast<std::uint16_t>(generation_ + 1);
+    }
+    bool empty() const noexcept { return count_ == 0; }
+
+private:
+    // FNV-1a, one byte at a time, so every prefix's hash comes on the way.
+    static constexpr std::uint64_t hash_seed = 14695981039346656037ULL;
+    static std::uint64_t next(std::uint64_t h, unsigned char byte) noexcept {
+        return (h ^ byte) * 1099511628211ULL;
+    }
+    struct entry {
+        std::uint64_t hash;
+        std::uint32_t size;
+        standing state;
+    };
+    entry entries_[EDGELOCK_CLIENT_TRACKED_NAMES] = {};
+    std::uint8_t count_ = 0;
+    std::uint16_t generation_ = 0;
+};
+
+}  // namespace detail
+}  // namespace edgelock
