@@ -415,8 +415,9 @@ struct measurement {
     double set = 0;
     double evalsha = 0;
     double eval = 0;
-    double caching = 0;  // CLIENT CACHING yes ahead of an acquire script (told waiters)
-    double get = 0;      // the peer's GET after a SET that found the key held
+    double tracking = 0;  // CLIENT TRACKING ... PREFIX ahead of a waiter's try, once per name
+    double pttl = 0;      // ahead of a told waiter's SET (and the acquire script's own)
+    double get = 0;       // the peer's GET after a SET that found the key held
 };
 
 measurement measure(std::uint16_t port, mode how) {
@@ -440,7 +441,8 @@ measurement measure(std::uint16_t port, mode how) {
     const long long set_before = command_calls(port, "set");
     const long long evalsha_before = command_calls(port, "evalsha");
     const long long eval_before = command_calls(port, "eval");
-    const long long caching_before = command_calls(port, "client|caching");
+    const long long tracking_before = command_calls(port, "client|tracking");
+    const long long pttl_before = command_calls(port, "pttl");
     const long long get_before = command_calls(port, "get");
     const std::string url = edgelock_test::redis_url(port);
     children kids;
@@ -471,7 +473,8 @@ measurement measure(std::uint16_t port, mode how) {
     const long long evalsha = command_calls(port, "evalsha") - evalsha_before;
     const long long eval = command_calls(port, "eval") - eval_before;
     const long long set = command_calls(port, "set") - set_before;
-    const long long caching = command_calls(port, "client|caching") - caching_before;
+    const long long tracking = command_calls(port, "client|tracking") - tracking_before;
+    const long long pttl = command_calls(port, "pttl") - pttl_before;
     const long long get = command_calls(port, "get") - get_before;
     std::fprintf(stderr, "%s: %s: %zu acquisitions in %.1f s, %u acquire calls gave up\n", program,
                  mode_name(how), complete, static_cast<double>(elapsed) / 1e9, s.gave_up.load());
@@ -521,7 +524,8 @@ measurement measure(std::uint16_t port, mode how) {
     const double n = static_cast<double>(acquisitions);
     m.evalsha = static_cast<double>(evalsha) / n;
     m.eval = static_cast<double>(eval) / n;
-    m.caching = static_cast<double>(caching) / n;
+    m.tracking = static_cast<double>(tracking) / n;
+    m.pttl = static_cast<double>(pttl) / n;
     // Each release script reads the key once; what is left was sent as GET
     // (the peer's; edgelock's acquire script reads it as well, not reported).
     m.get = static_cast<double>(get - evalsha) / n;
@@ -619,18 +623,20 @@ int run() {
         1000.0 / (closed.mean_ms + hold.p50_ms), closed.p50_ms / rtt.p50_ms);
     out += format("| Floor: one round trip (PING p50) | %.3f ms | | | | | | 1x | |\n", rtt.p50_ms);
     const auto requests = [&](const measurement& m) {
-        return format("%.2f (%.2f SET, %.2f EVALSHA, %.2f EVAL, %.2f CLIENT CACHING)",
-                      m.set + m.evalsha + m.eval + m.caching, m.set, m.evalsha, m.eval, m.caching);
+        return format("%.2f (%.2f SET, %.2f EVALSHA, %.2f EVAL, %.2f PTTL, %.2f CLIENT TRACKING)",
+                      m.set + m.evalsha + m.eval + m.pttl + m.tracking, m.set, m.evalsha, m.eval,
+                      m.pttl, m.tracking);
     };
     out += format(
         "\nLock requests per handoff, from INFO commandstats over each run (the acquire that "
         "wins and the release are 2; SET is the one-command acquire, EVALSHA the scripts, EVAL "
-        "a compare-and-delete clean-up sent with its text, CLIENT CACHING yes the word ahead of "
-        "a told waiter's acquire script that has the server track the key it reads): notified %s; "
-        "polling %s. A notified "
-        "release wakes all %d waiters, and each makes one attempt: one wins, the others are "
-        "told \"busy\" by the script, which registers them for the next change. Through the "
-        "agent: %s (each run also makes its first attempt when it starts).\n",
+        "a compare-and-delete clean-up sent with its text, PTTL the read ahead of a told "
+        "waiter's SET (commandstats count the acquire script's own PTTL too), CLIENT TRACKING "
+        "the waiter's request, once per name and connection, that has the server tell it of "
+        "the key): notified %s; polling %s. A notified release wakes all %d waiters, and each "
+        "makes one attempt, PTTL and SET: one wins, the others find the key taken and wait for "
+        "the next word. Through the agent: %s (each run makes its first attempt, a SET, when it "
+        "starts, and asks for tracking on its first wait).\n",
         requests(told).c_str(), requests(polled).c_str(), waiters, requests(agents).c_str());
     out += format("The peer: %.2f (%.2f SET, %.2f GET, %.2f EVALSHA).\n",
                   peers.set + peers.get + peers.evalsha, peers.set, peers.get, peers.evalsha);

@@ -347,6 +347,17 @@ void print_renewals(const std::vector<renewal_window>& w) {
         std::printf("- %d waiters: %s.\n", r.waiters,
                     r.asked.describe(static_cast<double>(r.renewals)).c_str());
     }
+    std::printf("\nThe holder killed (no release): the first waiter's exit came");
+    for (const renewal_window& r : w) {
+        if (r.waiters > 0) {
+            std::printf(" %.0f ms (%d waiters)%s", r.after_expiry_ms, r.waiters,
+                        &r == &w.back() ? "" : ",");
+        }
+    }
+    std::printf(
+        " after the key's expiry: the server's word on expiry (its active expiry cycle, "
+        "10 times a second by default, finds the key), then one try and the job and release. "
+        "A waiter's own poll would have come a retry delay after its PTTL said.\n");
     std::printf("\nTarget: 0 extra requests per renewal with 8 waiters: **%s** (%.2f).\n\n",
                 verdict(extra_at_8 < 0.5), extra_at_8);
 }
@@ -452,8 +463,8 @@ int main(int argc, char** argv) {
         "and three renewals have passed, a window of exactly 10 renewals (seen on the server: "
         "the key's PEXPIRETIME moving forward) counts the requests the server was asked and "
         "the bytes the proxy carried; the holder alone (0 waiters) is taken off to give what "
-        "the waiters add. Then the holder is stopped, and every waiter gets the lock in turn "
-        "and exits 0.\n\n",
+        "the waiters add. Then the holder is killed with its job (SIGKILL: no release), and "
+        "every waiter gets the lock in turn and exits 0.\n\n",
         renewal_ttl_ms, renewal_every_ms);
     print_renewals(windows);
     std::fprintf(stderr, "%s: %.0f s\n", program, seconds);

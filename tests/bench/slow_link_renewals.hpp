@@ -9,8 +9,9 @@
 // `renewals`-th one after it: the window holds exactly that many renewals and
 // whatever they set off. Renewals are seen on the server (PEXPIRETIME of the
 // key moving forward, polled every 5 ms), whatever command makes them. Then
-// the holder is told to stop (SIGTERM: its job ends and it releases), every
-// waiter must get the lock in turn and exit 0, and nothing is left running.
+// the holder dies (SIGKILL to it and its job: no release), its key expires a
+// ttl after its last renew, the first waiter must be told and run, every
+// other waiter get the lock in turn and exit 0, and nothing is left running.
 #pragma once
 
 #include <string>
@@ -25,6 +26,9 @@ struct renewal_window {
     int renewals = 0;  // in the window
     requests asked;    // requests in the window
     wire bytes;        // bytes through the proxy in the window
+    // With waiters: from the dead holder's key's expiry (PEXPIRETIME) to the
+    // first waiter's exit (its job run and its lock released), in ms.
+    double after_expiry_ms = -1;
 };
 
 // The lock `name` must be free. Fails the program when something does not
