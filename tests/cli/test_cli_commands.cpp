@@ -68,9 +68,14 @@ TEST_CASE("cli: acquire, renew, release and status", "[cli]") {
         const run_result r = agent(args);
         INFO(show(args, r));
         CHECK(r.status == 0);
+        // A quorum's keys renewed: the round ends with its second yes, and a
+        // node still connecting by then is not asked (its key keeps its ttl).
+        int renewed = 0;
         for (auto& c : admins) {
-            CHECK(lock_pttl(*c, key) > 10000);
+            CHECK(lock_value(*c, key) == token);
+            renewed += lock_pttl(*c, key) > 10000 ? 1 : 0;
         }
+        CHECK(renewed >= 2);
     }
     {
         const strings args{"renew", "-t", "20s", "-N", nodes, key, std::string(32, '0')};
