@@ -202,9 +202,10 @@ client_base::waiter_tracking client_base::tracking_for(std::uint8_t n, const cli
     case tracked_names::standing::none:
         break;
     }
-    // Asked for by a waiter only: an acquire that has not found the key
-    // taken costs nothing more.
-    return l.machine_.contended() ? waiter_tracking::asks : waiter_tracking::polls;
+    // Asked for by a waiter only (an acquire that has not found the key
+    // taken costs nothing more), while there is room for one more name.
+    return l.machine_.contended() && !c.names.full() ? waiter_tracking::asks
+                                                     : waiter_tracking::polls;
 }
 
 bool client_base::ask_tracking(std::uint8_t n, const client_lock& l, instant now) noexcept {
@@ -224,10 +225,7 @@ bool client_base::ask_tracking(std::uint8_t n, const client_lock& l, instant now
     if (resp_command_size(args, argc) > sizeof c.tx - c.tx_size) {
         return false;
     }
-    const std::uint32_t tag = c.names.ask(l.machine_.name());
-    if (tag == 0) {
-        return true;  // no room for one more name: it polls (tracking_for says so next)
-    }
+    const std::uint32_t tag = c.names.ask(l.machine_.name());  // room: tracking_for
     c.tx_size += resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, argc).size;
     detail::in_flight f;
     f.tag = tag;

@@ -68,6 +68,7 @@ public:
         generation_ = static_cast<std::uint16_t>(generation_ + 1);
     }
     bool empty() const noexcept { return count_ == 0; }
+    bool full() const noexcept { return count_ == EDGELOCK_CLIENT_TRACKED_NAMES; }
 
 private:
     // FNV-1a, one byte at a time, so every prefix's hash comes on the way.
