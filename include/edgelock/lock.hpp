@@ -279,8 +279,9 @@ private:
     }
     bool round_open() const noexcept { return round_kind_ != req::none; }
     bool told() const noexcept;
-    // When a told waiter polls, for a key that lasts ttl_ms more from `now`:
-    // after it and a retry delay, or as the wait ends; false when random fails.
+    // When a waiter polls: told, for a key that lasts ttl_ms (>= 0) more
+    // from `now`, just after it (or as the wait ends); else (ttl_ms < 0)
+    // after a random retry delay. False when random fails.
     bool poll_at(instant now, std::int64_t ttl_ms, instant& at) noexcept;
     // In a state that holds the keys, whatever the time.
     bool holding() const noexcept {

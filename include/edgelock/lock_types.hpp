@@ -203,9 +203,10 @@ struct lock_node_caps {
     // Tells of changes to the key (the driver tracks the name as a prefix on
     // that connection, or has it registered ahead of this request): a busy
     // acquisition's next try then waits for the word (on_key_changed, and
-    // on_key_renewed for a renew) and polls only as a fallback, after the
-    // holder's remaining ttl plus the retry delay, and once more a
-    // node_timeout before the wait ends. False: it polls at the retry delay.
+    // on_key_renewed for a renew) and polls only as a fallback, just after
+    // the holder's remaining ttl (its PTTL; retry_min at least), and once
+    // more a node_timeout before the wait ends. False: it polls at the retry
+    // delay.
     bool told = false;
 };
 

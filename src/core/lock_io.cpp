@@ -1,7 +1,7 @@
 // The lock machine's inputs (see lock.hpp): replies, disconnects and
 // timeouts in, and the deadline of the next timeout. What they decide is in
 // lock.cpp and lock_rounds.cpp; the requests that go out, in
-// lock_transmit.cpp.
+// lock_transmit.cpp; what a server tells a waiter, in lock_notify.cpp.
 #include "edgelock/lock.hpp"
 
 #include "lock_slots.hpp"
@@ -75,61 +75,6 @@ lock_errc lock::send_as_eval(std::uint8_t node) noexcept {
     }
     slots_[node].flags = static_cast<std::uint16_t>(slots_[node].flags | slot_eval);
     return lock_errc::ok;
-}
-
-lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
-    if (state_ == lock_state::unconfigured) {
-        return lock_errc::not_configured;
-    }
-    if (state_ != lock_state::retry_wait && state_ != lock_state::acquiring) {
-        return lock_errc::ok;
-    }
-    pace_.told(node);
-    if (state_ == lock_state::acquiring) {
-        woken_ = true;  // again as soon as this round ends busy
-        return lock_errc::ok;
-    }
-    polling_ = false;
-    const instant at = pace_.next_try(now, options_.retry_min, options_.retry_max);
-    if (at <= now) {
-        start_acquire_round(now);
-    } else if (at < timers_.get(timer::retry)) {
-        timers_.set(timer::retry, at);  // a noisy server: not before then
-    }
-    return lock_errc::ok;
-}
-
-lock_errc lock::on_key_renewed(instant now) noexcept {
-    if (state_ == lock_state::unconfigured) {
-        return lock_errc::not_configured;
-    }
-    if (state_ != lock_state::retry_wait || !polling_ || longest_busy_ttl_ms_ < 0) {
-        return lock_errc::ok;  // a try is due anyway, or it was not waiting on a ttl
-    }
-    instant at;
-    if (poll_at(now, longest_busy_ttl_ms_, at) && at > timers_.get(timer::retry) &&
-        at < wait_deadline_) {
-        timers_.set(timer::retry, at);
-    }
-    return lock_errc::ok;
-}
-
-bool lock::is_renewal_mark(str_view key) const noexcept {
-    if (state_ == lock_state::unconfigured || key.size != name_.size + 4 ||
-        key.data[name_.size] != ':' || key.data[name_.size + 1] != 'r' ||
-        key.data[name_.size + 2] != mark_[0] || key.data[name_.size + 3] != mark_[1]) {
-        return false;
-    }
-    return str_view(key.data, name_.size) == name_;
-}
-
-bool lock::told() const noexcept {
-    for (std::uint8_t i = 0; i < node_count_; ++i) {
-        if ((slots_[i].flags & slot_told) != 0) {
-            return true;
-        }
-    }
-    return false;
 }
 
 lock::vote lock::silent_vote(const slot& s) noexcept {

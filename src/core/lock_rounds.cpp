@@ -176,7 +176,7 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
         // too), lasts busy_ttl_ms_ more.
         const bool poll = told() && busy_ttl_ms_ >= 0;
         instant at;
-        if (!poll_at(now, poll ? busy_ttl_ms_ : 0, at)) {
+        if (!poll_at(now, poll ? busy_ttl_ms_ : -1, at)) {
             reason = lock_failure::random_failed;
         } else if (at < wait_deadline_) {
             timers_.set(timer::retry, at);
@@ -244,23 +244,6 @@ void lock::renew_round_failed(instant now) noexcept {
         timers_.set(timer::retry, at);
     }
     state_ = lock_state::renewing;
-}
-
-bool lock::poll_at(instant now, std::int64_t ttl_ms, instant& at) noexcept {
-    std::uint64_t delay_us = 0;
-    if (!random_between(random_, options_.retry_min.us, options_.retry_max.us, delay_us)) {
-        return false;
-    }
-    at = now + duration::micros(delay_us);
-    if (ttl_ms > 0) {
-        // Once the key can be gone, or once more as the wait ends, leaving
-        // that round its node_timeout.
-        at = at + duration::millis(static_cast<std::uint64_t>(ttl_ms));
-        const std::uint64_t margin = options_.node_timeout.us + 1;
-        const instant last{wait_deadline_.us > margin ? wait_deadline_.us - margin : 0};
-        at = earliest(at, last > now ? last : at);
-    }
-    return true;
 }
 
 }  // namespace edgelock

@@ -144,12 +144,17 @@ TEST_CASE("notify: told, a waiter polls only as a fallback", "[lock][notify]") {
         reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(1));
         CHECK(w.l.next_deadline() == t0 + duration::millis(1) + duration::seconds(1));
     }
-    SECTION("told: the holder's ttl plus the retry delay") {
+    SECTION("told: just after the holder's ttl") {
+        REQUIRE(w.l.set_node_caps(0, told_caps()) == lock_errc::ok);
+        REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+        reply(w.l, 0, take(w.l, 0).tag, "*2\r\n:0\r\n:2500\r\n", t0 + duration::millis(1));
+        CHECK(w.l.next_deadline() == t0 + duration::millis(1) + duration::millis(2501));
+    }
+    SECTION("told, a ttl shorter than retry_min: retry_min") {
         REQUIRE(w.l.set_node_caps(0, told_caps()) == lock_errc::ok);
         REQUIRE(w.l.acquire(t0) == lock_errc::ok);
         reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(1));  // 800 ms left
-        CHECK(w.l.next_deadline() ==
-              t0 + duration::millis(1) + duration::millis(800) + duration::seconds(1));
+        CHECK(w.l.next_deadline() == t0 + duration::millis(1) + duration::seconds(1));
     }
     SECTION("told, a holder beyond the wait: one last try a node_timeout before its end") {
         REQUIRE(w.l.set_node_caps(0, told_caps()) == lock_errc::ok);
@@ -258,15 +263,15 @@ TEST_CASE("notify: a renew heard moves a told waiter's poll, and only that", "[l
     waiter w;
     REQUIRE(w.l.set_node_caps(0, told_caps()) == lock_errc::ok);
     REQUIRE(w.l.acquire(t0) == lock_errc::ok);
-    reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(1));  // 800 ms left
-    const instant poll = t0 + duration::millis(1) + duration::millis(800) + duration::seconds(1);
+    reply(w.l, 0, take(w.l, 0).tag, "*2\r\n:0\r\n:2500\r\n", t0 + duration::millis(1));
+    const instant poll = t0 + duration::millis(1) + duration::millis(2501);
     REQUIRE(w.l.next_deadline() == poll);
     SECTION("renewed: the poll waits the holder's ttl again from then, and no try goes") {
         const instant at = t0 + duration::millis(500);
         REQUIRE(w.l.on_key_renewed(at) == lock_errc::ok);
         CHECK(w.l.state() == lock_state::retry_wait);
         CHECK(w.l.next_send(0) == edgelock::lock::outgoing::none);
-        CHECK(w.l.next_deadline() == at + duration::millis(800) + duration::seconds(1));
+        CHECK(w.l.next_deadline() == at + duration::millis(2501));
         // A release after it is still a try at once.
         REQUIRE(w.l.on_key_changed(at + duration::millis(1)) == lock_errc::ok);
         CHECK(w.l.state() == lock_state::acquiring);
@@ -278,7 +283,7 @@ TEST_CASE("notify: a renew heard moves a told waiter's poll, and only that", "[l
         REQUIRE(w.l.on_key_renewed(t0 + duration::millis(7)) == lock_errc::ok);
         CHECK(w.l.next_deadline() == due);
     }
-    SECTION("not near the wait's end: the last try stays where it was") {
+    SECTION("near the wait's end: the last try stays where it was") {
         const instant late = t0 + duration::millis(4200);
         REQUIRE(w.l.on_key_renewed(late) == lock_errc::ok);
         CHECK(w.l.next_deadline() ==

@@ -1,0 +1,91 @@
+// What a server tells a waiting lock (see lock.hpp, on_key_changed and
+// on_key_renewed): its key changed, so a waiter tries again now (paced when
+// the pushes are more than a key's holders make, told_pace.hpp); its key was
+// renewed, heard with the renewal mark, so a told waiter's fallback poll
+// moves on instead. And when that poll is due.
+#include "edgelock/lock.hpp"
+
+#include "lock_slots.hpp"
+#include "lock_wire.hpp"
+
+namespace edgelock {
+
+using namespace detail;
+
+lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (state_ != lock_state::retry_wait && state_ != lock_state::acquiring) {
+        return lock_errc::ok;
+    }
+    pace_.told(node);
+    if (state_ == lock_state::acquiring) {
+        woken_ = true;  // again as soon as this round ends busy
+        return lock_errc::ok;
+    }
+    polling_ = false;
+    const instant at = pace_.next_try(now, options_.retry_min, options_.retry_max);
+    if (at <= now) {
+        start_acquire_round(now);
+    } else if (at < timers_.get(timer::retry)) {
+        timers_.set(timer::retry, at);  // a noisy server: not before then
+    }
+    return lock_errc::ok;
+}
+
+lock_errc lock::on_key_renewed(instant now) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (state_ != lock_state::retry_wait || !polling_ || longest_busy_ttl_ms_ < 0) {
+        return lock_errc::ok;  // a try is due anyway, or it was not waiting on a ttl
+    }
+    instant at;
+    if (poll_at(now, longest_busy_ttl_ms_, at) && at > timers_.get(timer::retry) &&
+        at < wait_deadline_) {
+        timers_.set(timer::retry, at);
+    }
+    return lock_errc::ok;
+}
+
+bool lock::is_renewal_mark(str_view key) const noexcept {
+    if (state_ == lock_state::unconfigured || key.size != name_.size + 4 ||
+        key.data[name_.size] != ':' || key.data[name_.size + 1] != 'r' ||
+        key.data[name_.size + 2] != mark_[0] || key.data[name_.size + 3] != mark_[1]) {
+        return false;
+    }
+    return str_view(key.data, name_.size) == name_;
+}
+
+bool lock::told() const noexcept {
+    for (std::uint8_t i = 0; i < node_count_; ++i) {
+        if ((slots_[i].flags & slot_told) != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool lock::poll_at(instant now, std::int64_t ttl_ms, instant& at) noexcept {
+    if (ttl_ms >= 0) {
+        // Told: just after the key can be gone (PTTL counts whole ms), not
+        // sooner than retry_min, or once more as the wait ends, leaving that
+        // round its node_timeout. The waiter's own read then finds the key
+        // expired, whether or not the server's expiry cycle has told it yet.
+        const duration ttl = duration::millis(static_cast<std::uint64_t>(ttl_ms) + 1);
+        at = now + (ttl > options_.retry_min ? ttl : options_.retry_min);
+        const std::uint64_t margin = options_.node_timeout.us + 1;
+        const instant last{wait_deadline_.us > margin ? wait_deadline_.us - margin : 0};
+        at = earliest(at, last > now ? last : at);
+        return true;
+    }
+    std::uint64_t delay_us = 0;
+    if (!random_between(random_, options_.retry_min.us, options_.retry_max.us, delay_us)) {
+        return false;
+    }
+    at = now + duration::micros(delay_us);
+    return true;
+}
+
+}  // namespace edgelock
