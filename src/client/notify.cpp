@@ -202,10 +202,11 @@ client_base::waiter_tracking client_base::tracking_for(std::uint8_t n, const cli
     case tracked_names::standing::none:
         break;
     }
-    // Asked for by a waiter only (an acquire that has not found the key
-    // taken costs nothing more), while there is room for one more name.
-    return l.machine_.contended() && !c.names.full() ? waiter_tracking::asks
-                                                     : waiter_tracking::polls;
+    // Asked for by a waiter's try only (an acquire that has not found the
+    // key taken, a renew or a release costs nothing more), while there is
+    // room for one more name.
+    const bool waiter = l.machine_.state() == lock_state::acquiring && l.machine_.contended();
+    return waiter && !c.names.full() ? waiter_tracking::asks : waiter_tracking::polls;
 }
 
 bool client_base::ask_tracking(std::uint8_t n, const client_lock& l, instant now) noexcept {

@@ -280,20 +280,18 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
                 l->asked_[node] = asking ? n : no_connection;
             }
             c.tx_size += t.size;
+            detail::in_flight f;
+            f.lock = l;
+            f.to = reply_to::lock;
             if (t.preceding > 0) {
                 // The PTTL ahead of a told waiter's SET: the machine reads it
                 // (as it reads a WAIT: never redirected).
-                detail::in_flight pttl;
-                pttl.lock = l;
-                pttl.tag = t.preceding_tag;
-                pttl.to = reply_to::lock;
-                pttl.follows = true;
-                push_in_flight(n, pttl, now);
+                f.tag = t.preceding_tag;
+                f.follows = true;
+                push_in_flight(n, f, now);
+                f.follows = false;
             }
-            detail::in_flight f;
-            f.lock = l;
             f.tag = t.tag;
-            f.to = reply_to::lock;
             f.cleanup = cleanup;
             push_in_flight(n, f, now);
             f.cleanup = false;

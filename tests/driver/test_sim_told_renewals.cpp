@@ -104,6 +104,29 @@ void renews_cost_waiters_nothing(int nodes, bool resp3) {
     CHECK(n.now() - released < duration::millis(3000));
 }
 
+// One tracking node (its CLIENT TRACKING refused with `refusal`, if any), a
+// holder's client and a waiter's, on one loop.
+struct one_node {
+    sim::net n;
+    std::unique_ptr<node_urls> urls;
+    client_type holder_client;
+    client_type waiter_client;
+    sim::event_loop loop;
+
+    explicit one_node(std::uint64_t seed, const char* refusal = nullptr) : n(seed), loop(n) {
+        n.add_nodes(1);
+        n.node(0).tracking = true;
+        if (refusal != nullptr) {
+            n.node(0).refusals["CLIENT TRACKING"] = refusal;
+        }
+        urls = std::make_unique<node_urls>(n);
+        edgelock_test::configure(holder_client, *urls);
+        edgelock_test::configure(waiter_client, *urls);
+        loop.add(holder_client);
+        loop.add(waiter_client);
+    }
+};
+
 }  // namespace
 
 TEST_CASE("sim told renewals: renews wake no waiter and a release does", "[sim][notify]") {
@@ -120,17 +143,11 @@ TEST_CASE("sim told renewals: renews wake no waiter and a release does", "[sim][
 
 TEST_CASE("sim told renewals: a connection tracks up to its limit of names and the rest poll",
           "[sim][notify]") {
-    sim::net n(4201);
-    n.add_nodes(1);
-    n.node(0).tracking = true;
-    const node_urls urls(n);
-    client_type holder_client;
-    client_type waiter_client;
-    edgelock_test::configure(holder_client, urls);
-    edgelock_test::configure(waiter_client, urls);
-    sim::event_loop loop(n);
-    loop.add(holder_client);
-    loop.add(waiter_client);
+    one_node r(4201);
+    sim::net& n = r.n;
+    sim::event_loop& loop = r.loop;
+    client_type& holder_client = r.holder_client;
+    client_type& waiter_client = r.waiter_client;
     constexpr std::size_t names = EDGELOCK_CLIENT_TRACKED_NAMES + 1;
     std::vector<std::string> name_of;
     name_of.reserve(names);  // the locks keep views into them
@@ -180,19 +197,11 @@ TEST_CASE("sim told renewals: a connection tracks up to its limit of names and t
 
 TEST_CASE("sim told renewals: a refused CLIENT TRACKING is asked once and the waiter polls",
           "[sim][notify]") {
-    sim::net n(4301);
-    n.add_nodes(1);
-    n.node(0).tracking = true;
-    n.node(0).refusals["CLIENT TRACKING"] =
-        "NOPERM this user has no permissions to run the 'client|tracking' command";
-    const node_urls urls(n);
-    client_type holder_client;
-    client_type waiter_client;
-    edgelock_test::configure(holder_client, urls);
-    edgelock_test::configure(waiter_client, urls);
-    sim::event_loop loop(n);
-    loop.add(holder_client);
-    loop.add(waiter_client);
+    one_node r(4301, "NOPERM this user has no permissions to run the 'client|tracking' command");
+    sim::net& n = r.n;
+    sim::event_loop& loop = r.loop;
+    client_type& holder_client = r.holder_client;
+    client_type& waiter_client = r.waiter_client;
     edgelock::watchdog_options every;
     every.renew_every = duration::millis(100);
     edgelock::client_lock holder;

@@ -45,6 +45,12 @@ inline edgelock::watchdog_options no_watchdog() {
     return w;
 }
 
+inline edgelock::watchdog_options renew_every(unsigned ms) {
+    edgelock::watchdog_options w;
+    w.renew_every = edgelock::duration::millis(ms);
+    return w;
+}
+
 // Acquires or fails the test.
 inline void must_acquire(edgelock::client_lock& l) {
     const edgelock::op_result r = l.try_acquire();

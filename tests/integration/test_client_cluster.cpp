@@ -41,12 +41,6 @@ str_view sv(const std::string& s) {
 constexpr unsigned short_ttl_ms = 2000;
 constexpr unsigned node_timeout_ms = 500;
 
-watchdog_options renew_every(unsigned ms) {
-    watchdog_options w;
-    w.renew_every = duration::millis(ms);
-    return w;
-}
-
 void drive(client_base& c, unsigned ms) {
     REQUIRE(c.run_for(duration::millis(ms)) == client_errc::ok);
 }

@@ -24,12 +24,6 @@ constexpr std::size_t waiter_count = 3;
 constexpr unsigned renew_ms = 100;
 constexpr unsigned ttl_ms = 600;
 
-watchdog_options renew_every(unsigned ms) {
-    watchdog_options w;
-    w.renew_every = duration::millis(ms);
-    return w;
-}
-
 // One holder and its waiters, each a client of its own, driven in turns.
 struct fleet {
     redis_server& srv;

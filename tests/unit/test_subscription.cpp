@@ -159,37 +159,43 @@ TEST_CASE("subscription: set-up is CLIENT ID and SUBSCRIBE and the answers make 
     CHECK(r.sub.phase() == sub_phase::listening);
 }
 
-// The plain transport, except that the first send of each session would block.
+// The socket itself (port::send and port::recv, as the plain transport), except
+// that the first send of each session would block. Written against the port,
+// not by calling into the library's transport: the library is built without
+// RTTI, and a sanitizer's vptr check would not know its object.
 class first_send_blocks final : public edgelock::transport {
 public:
-    port::net_result open(int fd, const edgelock::session_peer& peer,
+    port::net_result open(int, const edgelock::session_peer&,
                           edgelock::session_id& out) noexcept override {
         blocked_ = false;
-        return plain().open(fd, peer, out);
+        out = 1;
+        return done(port::net_status::ok);
     }
-    port::net_result proceed(edgelock::session_id s, int fd) noexcept override {
-        return plain().proceed(s, fd);
+    port::net_result proceed(edgelock::session_id, int) noexcept override {
+        return done(port::net_status::ok);
     }
-    std::uint8_t wants(edgelock::session_id s) const noexcept override { return plain().wants(s); }
-    port::net_result send(edgelock::session_id s, int fd, const void* data,
+    std::uint8_t wants(edgelock::session_id) const noexcept override { return 0; }
+    port::net_result send(edgelock::session_id, int fd, const void* data,
                           std::size_t size) noexcept override {
         if (!blocked_) {
             blocked_ = true;
-            return port::net_result{port::net_status::would_block};
+            return done(port::net_status::would_block);
         }
-        return plain().send(s, fd, data, size);
+        return port::send(fd, data, size);
     }
-    port::net_result recv(edgelock::session_id s, int fd, void* buf,
+    port::net_result recv(edgelock::session_id, int fd, void* buf,
                           std::size_t capacity) noexcept override {
-        return plain().recv(s, fd, buf, capacity);
+        return port::recv(fd, buf, capacity);
     }
-    std::size_t buffered(edgelock::session_id s) const noexcept override {
-        return plain().buffered(s);
-    }
-    void close(edgelock::session_id s) noexcept override { plain().close(s); }
+    std::size_t buffered(edgelock::session_id) const noexcept override { return 0; }
+    void close(edgelock::session_id) noexcept override {}
 
 private:
-    static edgelock::transport& plain() { return edgelock::plain_transport(); }
+    static port::net_result done(port::net_status s) {
+        port::net_result r;
+        r.status = s;
+        return r;
+    }
     bool blocked_ = false;
 };
 
