@@ -33,10 +33,12 @@
 // `name:fence` when it has one (`{fleet}:upload` -> `{fleet}:upload:fence`).
 // A fenced lock's name may not hold a '}' outside a tag (`a}b`): no counter
 // could share its slot (lock_errc::name_unslotted). Every mode uses the same
-// key. A renew also writes the renewal mark, `name:r` and two bytes that put
-// it in the name's slot, with twice the ttl: waiters told of the name and
-// the mark together know the holder only renewed (src/core/renewal_mark.cpp;
-// a release leaves the mark to expire).
+// key. Two marks tell waiters (src/core/renewal_mark.cpp), both in the
+// name's slot: a renew writes the renewal mark, `name:r` and two bytes, with
+// the key's ttl; a release deletes it and writes and deletes the release
+// mark, the renewal mark and two more bytes. Waiters track the renewal mark
+// as a prefix: a release is heard, a renew is told apart, a take (which
+// writes only the key) is not heard at all.
 //
 // Modes (lock_options::mode):
 //   plain     - SET NX PX with a fresh 128-bit token; compare-and-pexpire
@@ -148,7 +150,7 @@ public:
     lock_errc send_as_eval(std::uint8_t node) noexcept;
 
     // The lock's key changed on some node: a server said so (a tracking
-    // invalidation: deleted, expired, flushed, or written). A waiting
+    // invalidation of the release mark, or a flush). A waiting
     // acquisition tries again now rather than after its retry delay; one
     // whose round is still out tries again as soon as the round ends busy.
     // Any other state ignores it, so a notification that is late or
@@ -159,13 +161,19 @@ public:
     // lost a node's word and asks again), not counted.
     lock_errc on_key_changed(std::uint8_t node, instant now) noexcept;
     lock_errc on_key_changed(instant now) noexcept { return on_key_changed(lock_max_nodes, now); }
-    // A server said the key changed together with its renewal mark: the
-    // holder renewed it (see "Keys"). A waiter that is told tries no sooner:
-    // its poll for a word that never came moves to the holder's longest ttl
-    // seen from now. Any other state, or a try already due, ignores it.
-    lock_errc on_key_renewed(instant now) noexcept;
-    // Whether `key` is this lock's renewal mark.
+    // A server said the renewal mark changed, and not the release mark: the
+    // holder renewed the key, or the mark expired with it (see "Keys"). A
+    // told waiter whose poll is due within a third of the holder's longest
+    // ttl seen takes it as the expiry and tries now (on_key_changed); any
+    // other moves that poll to the holder's longest ttl from now. Any other
+    // state, or a try already due, ignores it.
+    lock_errc on_key_renewed(std::uint8_t node, instant now) noexcept;
+    // Whether `key` is this lock's renewal mark, or its release mark.
     bool is_renewal_mark(str_view key) const noexcept;
+    bool is_release_mark(str_view key) const noexcept;
+    // Writes the renewal mark into out (lock_key_capacity bytes), the prefix
+    // a waiter has the server track; its length, 0 when unconfigured.
+    std::size_t renewal_mark(char* out) const noexcept;
     // This acquisition found the key taken: its next tries are a waiter's.
     bool contended() const noexcept { return contended_; }
 
@@ -290,8 +298,10 @@ private:
 
     str_view name_;
     lock_options options_;
-    // The ttl in ms, WAIT's replicas and timeout as requests carry them (configure()).
-    char numbers_[3][20] = {};
+    // The ttl in ms, WAIT's replicas (a uint8_t: 3 digits) and timeout as
+    // requests carry them (configure()), at number_at[i] in numbers_.
+    static constexpr std::uint8_t number_at[3] = {0, 20, 24};
+    char numbers_[44] = {};
     std::uint8_t number_sizes_[3] = {};
     random_source random_;
     owner_token token_;          // the current acquisition
@@ -299,7 +309,8 @@ private:
     instant t0_;                 // start of the acquisition attempt (fenced: round 1)
     instant round_t0_;
     detail::timer_table<timer, static_cast<std::size_t>(timer::count_)> timers_;
-    instant validity_;  // the last hold's, still told once its timer is stopped
+    instant validity_;     // the last hold's, still told once its timer is stopped
+    instant key_gone_at_;  // retry_wait, polling: when the holder's key can be gone
     // No retry round begins at or after it. Not a timer: nothing happens when it
     // passes (a round out then runs to its own end); it bounds the retries.
     instant wait_deadline_ = instant::never();
@@ -328,7 +339,7 @@ private:
     bool contended_ = false;         // a round of this acquisition found the key taken
     bool woken_ = false;             // the key changed while this acquire round was out
     bool polling_ = false;           // retry_wait: the retry is the told waiter's poll
-    char mark_[2] = {};              // the renewal mark's last two bytes (renewal_mark.cpp)
+    char marks_[4] = {};             // the marks' last two bytes each (renewal_mark.cpp)
     detail::told_pace<lock_max_nodes> pace_;  // how soon a push may start a round
     slot slots_[lock_max_nodes];
 };

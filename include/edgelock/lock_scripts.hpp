@@ -8,7 +8,9 @@
 //
 // Key layout (see lock.hpp): the lock lives at `name`, the fencing counter at
 // `{name}:fence` (or `name:fence` for a name with its own hash tag), in the
-// lock's Redis Cluster slot, which a script touching both keys requires.
+// lock's Redis Cluster slot, which a script touching both keys requires. The
+// renewal mark and the release mark (renewal_mark.cpp) share that slot too;
+// each is optional (KEYS[2], KEYS[3]): a script sent without them writes none.
 //
 // Replies, chosen so one parser serves every mode:
 //   acquire scripts    -> {1, value} acquired (value: 0, the hold count, or the
@@ -29,17 +31,23 @@ struct lock_script {
 };
 
 // SET NX PX; a key already holding our token counts as ours (and is re-armed).
-// KEYS[1] lock, ARGV[1] token, ARGV[2] ttl in ms.
+// KEYS[1] lock, [KEYS[2] renewal mark, written on success, for a renew that
+// resurrects], ARGV[1] token, ARGV[2] ttl in ms.
 extern const lock_script script_acquire;
-// Compare-and-delete. KEYS[1] lock, ARGV[1] token.
+// Compare-and-delete; with the marks, deletes the renewal mark and writes
+// and deletes the release mark (nothing is left, waiters are told).
+// KEYS[1] lock, [KEYS[2] renewal mark, KEYS[3] release mark], ARGV[1] token.
 extern const lock_script script_release;
-// Compare-and-pexpire; never creates the key. KEYS[1] lock, ARGV[1] token, ARGV[2] ttl ms.
+// Compare-and-pexpire; never creates the key; writes the renewal mark with
+// the same ttl. KEYS[1] lock, [KEYS[2] renewal mark], ARGV[1] token, ARGV[2] ttl ms.
 extern const lock_script script_renew;
 // Redisson's hash layout: lock -> {owner: holds}. KEYS[1] lock, ARGV[1] owner, ARGV[2] ttl ms.
 extern const lock_script script_reentrant_acquire;
-// Drops one hold; deletes the key at zero. KEYS[1] lock, ARGV[1] owner, ARGV[2] ttl ms.
+// Drops one hold: with holds left, re-arms the ttl (and the renewal mark);
+// at zero, deletes the key, as the release does with its marks.
+// KEYS[1] lock, [KEYS[2] renewal mark, KEYS[3] release mark], ARGV[1] owner, ARGV[2] ttl ms.
 extern const lock_script script_reentrant_release;
-// KEYS[1] lock, ARGV[1] owner, ARGV[2] ttl ms.
+// KEYS[1] lock, [KEYS[2] renewal mark], ARGV[1] owner, ARGV[2] ttl ms.
 extern const lock_script script_reentrant_renew;
 // Single node fenced acquire: SET NX PX and INCR of the counter in one step.
 // KEYS[1] lock, KEYS[2] counter, ARGV[1] token, ARGV[2] ttl ms.

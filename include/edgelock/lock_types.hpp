@@ -52,12 +52,14 @@ constexpr std::size_t lock_max_owner = EDGELOCK_LOCK_MAX_OWNER;
 constexpr std::uint64_t lock_max_ttl_ms = EDGELOCK_LOCK_MAX_TTL_MS;
 constexpr std::uint32_t lock_max_drift_ppm = 500000;  // half the ttl
 
-// The Redis keys of the lock named `name` (see "Keys" above): the lock's own
-// key, its fencing counter, or the mark its renews write (`name:r` and two
-// bytes that put it in the name's Cluster slot; see src/core/renewal_mark.cpp).
+// The Redis keys of the lock named `name` (see "Keys" in lock.hpp): the
+// lock's own key, its fencing counter, the mark its renews write (`name:r`
+// and two bytes that put it in the name's Cluster slot), or the mark its
+// releases write and delete (the renewal mark and two more such bytes; see
+// src/core/renewal_mark.cpp).
 // Tools that inspect Redis (the agent's status) take them from here rather
 // than rebuilding the layout.
-enum class lock_key_kind : std::uint8_t { lock, fence_counter, renewal_mark };
+enum class lock_key_kind : std::uint8_t { lock, fence_counter, renewal_mark, release_mark };
 constexpr std::size_t lock_key_capacity = lock_max_name + 8;
 // Writes the key into out (capacity bytes) and returns its length; 0, writing
 // nothing, when name is empty or longer than lock_max_name, out too small, or
@@ -65,10 +67,10 @@ constexpr std::size_t lock_key_capacity = lock_max_name + 8;
 std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t capacity) noexcept;
 
 // A buffer of this many bytes holds any request the machine emits (the longest
-// is an EVAL carrying script text, two keys and three arguments, and the PTTL
+// is an EVAL carrying script text, up to three keys and three arguments, and the PTTL
 // that may go ahead of an acquire, or the WAIT that may follow an acquire or
 // a renew: lock_options::min_replicas).
-constexpr std::size_t lock_max_request = 1024 + 2 * (lock_max_name + 16) + lock_max_owner + 32 + 64;
+constexpr std::size_t lock_max_request = 1024 + 3 * (lock_max_name + 16) + lock_max_owner + 32 + 64;
 
 // Local misuse: the caller's fault, reported by the call, never as an event.
 enum class lock_errc : std::uint8_t {
@@ -208,6 +210,10 @@ struct lock_node_caps {
     // more a node_timeout before the wait ends. False: it polls at the retry
     // delay.
     bool told = false;
+    // The slot is migrating and the request goes by ASK to the node taking
+    // it in, which may not hold the marks yet (it would say TRYAGAIN): the
+    // rest of this round's requests there, and a cleanup, carry none.
+    bool migrating = false;
 };
 
 struct lock_transmit {

@@ -3,33 +3,34 @@
 //
 // Tracking is broadcasting mode, asked for by a waiter when it first waits:
 // the try after an acquire found the key taken goes behind
-// CLIENT TRACKING ON [REDIRECT id] BCAST NOLOOP PREFIX name, once per name
-// and connection (detail/tracked_names.hpp). From then on the server pushes
-// ["invalidate", [key, ...]] whenever a key starting with the name changes:
-// deleted (a release), expired, evicted or written, and
-// ["invalidate", null] when a flush drops them all. It gathers the keys
-// changed under one prefix in one pass of its event loop into one push,
-// and it keeps telling: nothing is read again to stay told, so a waiter
-// costs nothing while the key stays as it is.
+// CLIENT TRACKING ON [REDIRECT id] BCAST NOLOOP PREFIX <renewal mark>, once
+// per name and connection (detail/tracked_names.hpp). From then on the
+// server pushes ["invalidate", [key, ...]] whenever a key starting with the
+// lock's renewal mark changes, that is one of the lock's two marks
+// (src/core/renewal_mark.cpp), and ["invalidate", null] when a flush drops
+// them all. It gathers the keys changed under one prefix in one pass of its
+// event loop into one push, and it keeps telling: nothing is read again to
+// stay told, so a waiter costs nothing while the lock stays as it is.
 //
-// A holder's renew changes the key too (PEXPIRE), and so wakes nobody: the
-// renew script also writes the lock's renewal mark (`name:r` and two bytes,
-// src/core/renewal_mark.cpp), which starts with the name, so the push says
-// [name, mark] together, and the waiter only moves its fallback poll
-// (lock::on_key_renewed). [name] alone, or a flush, is a release, an
-// expiry or another client's write: the waiter tries at once. Should a
-// foreign write to the key fall in the same pass as a renew, the waiter
-// hears a renew and finds out at its poll, after the holder's ttl.
+// The release mark, or a flush, is a release: the waiter tries at once. The
+// renewal mark alone is a renew (lock::on_key_renewed: the fallback poll
+// moves on), or its expiry with the key, when that poll was nearly due. The
+// key itself is not tracked: a take (the winner of a handoff) writes only
+// the key and wakes no loser, so a release costs each waiter one try. What
+// is not heard (a release by a client that writes no marks, the expiry of a
+// key never renewed) is found by the fallback poll, just after the holder's
+// ttl.
 //
 // Chosen over OPTIN tracking (a key read after CLIENT CACHING yes is told of
 // once, then must be read again: each renew cost every waiter a request),
 // over keyspace notifications (pub/sub on __keyspace@db__, which need
 // `notify-keyspace-events` set on the server, a CONFIG SET that managed Redis
-// services often forbid, and a second connection per node), and over a
-// channel that releasers publish to, which hears only releases made by
-// clients that publish, not expiry, another client's release or a flush.
-// What a prefix costs: pushes for other keys that start with the name (read
-// and dropped), and the server keeps the prefix for the connection's life.
+// services often forbid, and a second connection per node), over a channel
+// that releasers publish to (a subscription of its own, and no word of an
+// expiry), and over tracking the name as the prefix (every take then woke
+// every waiter once more). What a prefix costs: pushes for other keys that
+// start with the mark (read and dropped), and the server keeps the prefix
+// for the connection's life.
 //
 // NOLOOP: the server does not tell a connection of its own writes, so a
 // holder's renew and release cost it no push. A lock of this client waiting
@@ -90,22 +91,22 @@ void client_base::on_push(std::uint8_t node, const resp_node* nodes, std::size_t
     }
     for (client_lock* l = locks_; l != nullptr;) {
         client_lock* next = l->next_;
-        bool changed = nodes == nullptr || keys_at == count;  // unreadable, or a flush
+        bool released = nodes == nullptr || keys_at == count;  // unreadable, or a flush
         bool renewed = false;
-        if (!changed) {
+        if (!released) {
             const resp_node& list = nodes[keys_at];
             for (std::size_t i = keys_at + 1; i < list.end && i < count; i = nodes[i].end) {
                 if (nodes[i].has_text()) {
-                    changed = changed || nodes[i].text == l->machine_.name();
+                    released = released || l->machine_.is_release_mark(nodes[i].text);
                     renewed = renewed || l->machine_.is_renewal_mark(nodes[i].text);
                 }
             }
         }
-        if (changed && renewed) {
-            l->machine_.on_key_renewed(now);
-            pump_events(*l, now);
-        } else if (changed) {
+        if (released) {
             wake(*l, node, now);
+        } else if (renewed) {
+            l->machine_.on_key_renewed(node, now);  // or the mark's expiry: a round
+            pump_events(*l, now);
         }
         l = next;
     }
@@ -193,7 +194,8 @@ client_base::waiter_tracking client_base::tracking_for(std::uint8_t n, const cli
     if (!may || !c.report.tracking || c.redirect_due) {
         return waiter_tracking::polls;
     }
-    switch (c.names.of(l.machine_.name())) {
+    char mark[lock_key_capacity];
+    switch (c.names.of(str_view(mark, l.machine_.renewal_mark(mark)))) {
     case tracked_names::standing::told:
     case tracked_names::standing::asked:
         return waiter_tracking::told;
@@ -222,11 +224,12 @@ bool client_base::ask_tracking(std::uint8_t n, const client_lock& l, instant now
     args[argc++] = "BCAST";
     args[argc++] = "NOLOOP";  // not our own writes
     args[argc++] = "PREFIX";
-    args[argc++] = l.machine_.name();
+    char mark[lock_key_capacity];
+    args[argc++] = str_view(mark, l.machine_.renewal_mark(mark));
     if (resp_command_size(args, argc) > sizeof c.tx - c.tx_size) {
         return false;
     }
-    const std::uint32_t tag = c.names.ask(l.machine_.name());  // room: tracking_for
+    const std::uint32_t tag = c.names.ask(args[argc - 1]);  // room: tracking_for
     c.tx_size += resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, argc).size;
     detail::in_flight f;
     f.tag = tag;

@@ -232,6 +232,7 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             lock_node_caps caps;
             caps.set_nx_get = ready ? c.report.set_nx_get : !c.setup.hello_refused();
             caps.told = tracking != waiter_tracking::polls;
+            caps.migrating = asking;
             l->machine_.set_node_caps(node, caps);
             // A request may take five entries: ASKING ahead of one a Cluster
             // node sent here, CLIENT TRACKING and PTTL ahead of a told

@@ -52,9 +52,9 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
     if (name.size > lock_max_name) {
         return lock_errc::name_too_long;
     }
-    char mark[2];
+    char marks[4];
     if ((options.mode == lock_mode::fenced && !detail::counter_shares_slot(name)) ||
-        !detail::renewal_mark_suffix(name, mark)) {
+        !detail::mark_suffixes(name, marks)) {
         return lock_errc::name_unslotted;
     }
     if (options.owner.size > lock_max_owner) {
@@ -85,14 +85,16 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
         return lock_errc::no_random_source;
     }
     name_ = name;
-    mark_[0] = mark[0];
-    mark_[1] = mark[1];
+    for (int i = 0; i < 4; ++i) {
+        marks_[i] = marks[i];
+    }
     options_ = options;
     const std::int64_t numbers[3] = {static_cast<std::int64_t>(options.ttl.ms()),
                                      static_cast<std::int64_t>(options.min_replicas),
                                      static_cast<std::int64_t>(options.replica_timeout.ms())};
     for (int i = 0; i < 3; ++i) {
-        number_sizes_[i] = static_cast<std::uint8_t>(format_signed(numbers_[i], numbers[i]));
+        number_sizes_[i] =
+            static_cast<std::uint8_t>(format_signed(numbers_ + number_at[i], numbers[i]));
     }
     random_ = random;
     node_count_ = node_count;

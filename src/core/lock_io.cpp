@@ -60,9 +60,9 @@ lock_errc lock::set_node_caps(std::uint8_t node, lock_node_caps caps) noexcept {
         return lock_errc::bad_node;
     }
     slot& s = slots_[node];
-    s.flags = static_cast<std::uint16_t>((s.flags & ~(slot_set_get | slot_told)) |
-                                         (caps.set_nx_get ? slot_set_get : 0) |
-                                         (caps.told ? slot_told : 0));
+    s.flags = static_cast<std::uint16_t>(
+        (s.flags & ~(slot_set_get | slot_told)) | (caps.set_nx_get ? slot_set_get : 0) |
+        (caps.told ? slot_told : 0) | (caps.migrating ? slot_unmarked : 0));
     return lock_errc::ok;
 }
 
@@ -232,10 +232,10 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
     } else if (via_set && answer_set_acquire(s, r)) {
         return lock_errc::ok;
     }
-    if (kind == req::renew && r.shape == detail::reply_shape::tryagain &&
+    if ((kind == req::renew || kind == req::release) && r.shape == detail::reply_shape::tryagain &&
         (s.flags & slot_unmarked) == 0) {
-        // A Cluster slot migrating with the key and its renewal mark on
-        // different sides: once more with the key alone, same round.
+        // A Cluster slot migrating with the key and its marks on different
+        // sides: once more with the key alone, same round.
         s.flags = static_cast<std::uint16_t>((s.flags | slot_unmarked) & ~slot_in_flight);
         s.send = kind;
         return lock_errc::ok;

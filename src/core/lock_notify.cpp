@@ -1,8 +1,9 @@
 // What a server tells a waiting lock (see lock.hpp, on_key_changed and
-// on_key_renewed): its key changed, so a waiter tries again now (paced when
-// the pushes are more than a key's holders make, told_pace.hpp); its key was
-// renewed, heard with the renewal mark, so a told waiter's fallback poll
-// moves on instead. And when that poll is due.
+// on_key_renewed): its key was released (the release mark), so a waiter
+// tries again now (paced when the pushes are more than a key's holders
+// make, told_pace.hpp); its key was renewed (the renewal mark), so a told
+// waiter's fallback poll moves on instead, unless that poll was nearly due
+// (the mark expired with the key). And when that poll is due.
 #include "edgelock/lock.hpp"
 
 #include "lock_slots.hpp"
@@ -34,13 +35,20 @@ lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
     return lock_errc::ok;
 }
 
-lock_errc lock::on_key_renewed(instant now) noexcept {
+lock_errc lock::on_key_renewed(std::uint8_t node, instant now) noexcept {
     if (state_ == lock_state::unconfigured) {
         return lock_errc::not_configured;
     }
     if (state_ != lock_state::retry_wait || !polling_ || longest_busy_ttl_ms_ < 0) {
         return lock_errc::ok;  // a try is due anyway, or it was not waiting on a ttl
     }
+    // A renew comes with most of the ttl left (every third of it, by
+    // default); the mark's expiry, when the key's was due.
+    const duration ttl = duration::millis(static_cast<std::uint64_t>(longest_busy_ttl_ms_));
+    if (key_gone_at_ <= now + duration::micros(ttl.us / 3)) {
+        return on_key_changed(node, now);
+    }
+    key_gone_at_ = now + ttl;
     instant at;
     if (poll_at(now, longest_busy_ttl_ms_, at) && at > timers_.get(timer::retry) &&
         at < wait_deadline_) {
@@ -50,12 +58,19 @@ lock_errc lock::on_key_renewed(instant now) noexcept {
 }
 
 bool lock::is_renewal_mark(str_view key) const noexcept {
-    if (state_ == lock_state::unconfigured || key.size != name_.size + 4 ||
-        key.data[name_.size] != ':' || key.data[name_.size + 1] != 'r' ||
-        key.data[name_.size + 2] != mark_[0] || key.data[name_.size + 3] != mark_[1]) {
-        return false;
-    }
-    return str_view(key.data, name_.size) == name_;
+    char mark[lock_key_capacity];
+    return state_ != lock_state::unconfigured && key.size == name_.size + 4 &&
+           key == str_view(mark, detail::make_renewal_mark(mark, name_, marks_));
+}
+
+std::size_t lock::renewal_mark(char* out) const noexcept {
+    return state_ == lock_state::unconfigured ? 0 : detail::make_renewal_mark(out, name_, marks_);
+}
+
+bool lock::is_release_mark(str_view key) const noexcept {
+    char mark[lock_key_capacity];
+    return state_ != lock_state::unconfigured && key.size == name_.size + 6 &&
+           key == str_view(mark, detail::make_release_mark(mark, name_, marks_));
 }
 
 bool lock::told() const noexcept {

@@ -69,11 +69,11 @@ resp_encoded encode_set_acquire(str_view key, str_view token, str_view ttl, char
 resp_encoded encode_script_call(const lock_script& script, bool eval, const str_view* keys,
                                 std::size_t key_count, const str_view* args, std::size_t arg_count,
                                 char* out, std::size_t capacity) noexcept {
-    // Two keys and three arguments at most; the fixed array keeps it on the stack.
-    constexpr std::size_t max_argv = 3 + 2 + 3;
+    // Three keys and three arguments at most; the fixed array keeps it on the stack.
+    constexpr std::size_t max_argv = 3 + 3 + 3;
     resp_encoded bad;
     bad.error = resp_encode_errc::too_large;
-    if (key_count > 2 || arg_count > 3) {
+    if (key_count > 3 || arg_count > 3) {
         return bad;
     }
     const decimal_arg numkeys(static_cast<std::int64_t>(key_count));
@@ -99,12 +99,14 @@ std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t c
         (fence && !detail::counter_shares_slot(name))) {
         return 0;
     }
-    if (kind == lock_key_kind::renewal_mark) {
-        char suffix[2];
-        if (capacity < name.size + 4 || !detail::renewal_mark_suffix(name, suffix)) {
+    if (kind == lock_key_kind::renewal_mark || kind == lock_key_kind::release_mark) {
+        const bool release = kind == lock_key_kind::release_mark;
+        char suffixes[4];
+        if (capacity < name.size + (release ? 6 : 4) || !detail::mark_suffixes(name, suffixes)) {
             return 0;
         }
-        return detail::make_renewal_mark(out, name, suffix);
+        return release ? detail::make_release_mark(out, name, suffixes)
+                       : detail::make_renewal_mark(out, name, suffixes);
     }
     const std::size_t size =
         name.size + (fence ? (detail::has_hash_tag(name) ? 0 : 2) + sizeof ":fence" - 1 : 0);

@@ -182,6 +182,8 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
             timers_.set(timer::retry, at);
             state_ = lock_state::retry_wait;
             polling_ = poll;
+            key_gone_at_ =
+                now + duration::millis(static_cast<std::uint64_t>(poll ? busy_ttl_ms_ : 0));
             return;
         }
     }

@@ -5,26 +5,32 @@
 namespace edgelock {
 
 const lock_script script_acquire = {
-    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, 0} end\n"
-    "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
-    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or\n"
+    "    redis.pcall('get', KEYS[1]) == ARGV[1] and redis.call('pexpire', KEYS[1], ARGV[2]) then\n"
+    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2]) end\n"
     "  return {1, 0}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "c0ee60e9e4a793825925d223ca460d0a72f97738"};
+    "69f3c518b21fa42a067830cded810f4f7ba797e8"};
 
 const lock_script script_release = {
-    "if redis.pcall('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end\n"
+    "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
+    "  if KEYS[3] then\n"
+    "    redis.call('set', KEYS[3], '')\n"
+    "    redis.call('del', KEYS[2], KEYS[3])\n"
+    "  end\n"
+    "  return redis.call('del', KEYS[1])\n"
+    "end\n"
     "return 0",
-    "8cfd6be96f10f215244fa8a291f7eb0813494f7e"};
+    "64d358c775ac74687afa1a7b0a332340dede7fba"};
 
 const lock_script script_renew = {
     "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
-    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2] * 2) end\n"
+    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2]) end\n"
     "  return redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "end\n"
     "return 0",
-    "4078e0160e532c92122502d4009aaff6c8a586ce"};
+    "0c8eb96f7f524c261254b7fbbf037ef7d3e67288"};
 
 const lock_script script_reentrant_acquire = {
     "if redis.call('exists', KEYS[1]) == 0 or redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then\n"
@@ -39,20 +45,25 @@ const lock_script script_reentrant_release = {
     "if redis.pcall('hexists', KEYS[1], ARGV[1]) ~= 1 then return -1 end\n"
     "local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)\n"
     "if n > 0 then\n"
+    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2]) end\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return n\n"
     "end\n"
     "redis.call('del', KEYS[1])\n"
+    "if KEYS[3] then\n"
+    "  redis.call('set', KEYS[3], '')\n"
+    "  redis.call('del', KEYS[2], KEYS[3])\n"
+    "end\n"
     "return 0",
-    "1f5b66c57e8b697341dac76acc4a139812f4f843"};
+    "3e7fbeef0122a8f8c8004a7072ca27227246082d"};
 
 const lock_script script_reentrant_renew = {
     "if redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then\n"
-    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2] * 2) end\n"
+    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2]) end\n"
     "  return redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "end\n"
     "return 0",
-    "c9000d3d3ea2e224790e84fb81cec38a6a806d7c"};
+    "b12d99cdd6245e76ecd0cfee2213cb47d5e18d94"};
 
 const lock_script script_fenced_acquire = {
     "if redis.replicate_commands then redis.replicate_commands() end\n"

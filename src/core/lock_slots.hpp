@@ -25,7 +25,7 @@ constexpr std::uint16_t slot_said_busy = 2048;    // this round: the node answer
 constexpr std::uint16_t slot_told = 4096;         // the node tells of key changes
 constexpr std::uint16_t slot_wait_due = 8192;     // this round: "yes", once WAIT agrees
 constexpr std::uint16_t slot_told_set = 16384;    // this round: SET behind PTTL
-constexpr std::uint16_t slot_unmarked = 32768;    // this round: a renew without its mark
+constexpr std::uint16_t slot_unmarked = 32768;    // this round: requests without the marks
 // Kept from round to round; the rest describe the current round.
 constexpr std::uint16_t slot_round_bits = slot_in_flight | slot_eval | slot_retried |
                                           slot_as_script | slot_found_taken | slot_said_busy |

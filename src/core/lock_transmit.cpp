@@ -47,6 +47,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const owner_token& tok = cleanup ? cleanup_token_ : token_;
 
     char fence_key[lock_key_capacity];  // or the renewal mark
+    char release_mark[lock_key_capacity];
     char hex[owner_token::hex_size];
     tok.to_hex(hex);
     const str_view token_view(hex, sizeof hex);
@@ -56,7 +57,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     // The lock's key is its name; the fence counter's key is made only for
     // the requests that name it.
     const str_view lock_key = name_;
-    const str_view ttl(numbers_[0], number_sizes_[0]);
+    const str_view ttl(numbers_ + number_at[0], number_sizes_[0]);
     char fence_digits[20];
 
     const bool set_capable =
@@ -72,7 +73,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const bool told_set = set_capable && contended_ && (s.flags & slot_told) != 0;
     const bool via_set = set_capable && (!contended_ || told_set);
     const lock_script* script = &script_release;
-    str_view keys[2] = {lock_key, str_view()};
+    str_view keys[3] = {lock_key, str_view(), str_view()};
     str_view args[2] = {token_view, ttl};
     std::size_t key_count = 1;
     std::size_t arg_count = 2;
@@ -103,10 +104,11 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         } else {
             script = options_.renew_resurrects ? &script_acquire : &script_renew;
         }
-        key_count = options_.renew_resurrects || (s.flags & slot_unmarked) != 0 ? 1 : 2;
+        key_count = (s.flags & slot_unmarked) != 0 ? 1 : 2;
         break;
     case req::release:
     case req::cleanup:
+        // And the release scripts the release mark, which tells waiters.
         if (reentrant) {
             script = &script_reentrant_release;
             args[0] = owner;
@@ -114,14 +116,18 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
             script = &script_release;
             arg_count = 1;
         }
+        key_count = (s.flags & slot_unmarked) != 0 ? 1 : 3;
         break;
     case req::none:
         return out;
     }
-    if (key_count == 2) {
-        keys[1] = kind == req::renew
-                      ? str_view(fence_key, detail::make_renewal_mark(fence_key, name_, mark_))
-                      : str_view(fence_key, detail::make_lock_key(fence_key, name_, true));
+    if (key_count >= 2) {
+        const bool fence = kind == req::acquire || kind == req::fence_raise;
+        keys[1] = fence ? str_view(fence_key, detail::make_lock_key(fence_key, name_, true))
+                        : str_view(fence_key, detail::make_renewal_mark(fence_key, name_, marks_));
+    }
+    if (key_count == 3) {
+        keys[2] = str_view(release_mark, detail::make_release_mark(release_mark, name_, marks_));
     }
     // The request goes behind room for the PTTL, so nothing is written
     // unless both fit.
@@ -130,8 +136,8 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     // With min_replicas, WAIT follows an acquire or a renew: room for it is
     // kept behind the request, so nothing is written unless all of it fits.
     const bool waits = options_.min_replicas > 0 && (kind == req::acquire || kind == req::renew);
-    const str_view wait[] = {"WAIT", str_view(numbers_[1], number_sizes_[1]),
-                             str_view(numbers_[2], number_sizes_[2])};
+    const str_view wait[] = {"WAIT", str_view(numbers_ + number_at[1], number_sizes_[1]),
+                             str_view(numbers_ + number_at[2], number_sizes_[2])};
     const std::size_t after = waits ? resp_command_size(wait, 3) : 0;
     const std::size_t room = capacity > at + after ? capacity - at - after : 0;
     resp_encoded enc = via_set

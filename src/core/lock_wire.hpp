@@ -31,12 +31,14 @@ bool counter_shares_slot(str_view name) noexcept;
 // lock_max_name; for the counter, counter_shares_slot(name) must hold.
 std::size_t make_lock_key(char* out, str_view name, bool fence_counter) noexcept;
 
-// The renewal mark (renewal_mark.cpp): `name:r` and two bytes, chosen so the
-// mark hashes to the name's Cluster slot. suffix_out gets the two bytes;
+// The marks (renewal_mark.cpp): the renewal mark `name:r` and two bytes, and
+// the release mark, the renewal mark and two more, each pair chosen so the
+// mark hashes to the name's Cluster slot. suffixes_out gets the four bytes;
 // false (never in practice) when no pair does.
-bool renewal_mark_suffix(str_view name, char* suffix_out) noexcept;
-// Writes the mark into out (name.size + 4 bytes) and returns its length.
-std::size_t make_renewal_mark(char* out, str_view name, const char* suffix) noexcept;
+bool mark_suffixes(str_view name, char* suffixes_out) noexcept;
+// Write a mark into out (name.size + 4 or + 6 bytes) and return its length.
+std::size_t make_renewal_mark(char* out, str_view name, const char* suffixes) noexcept;
+std::size_t make_release_mark(char* out, str_view name, const char* suffixes) noexcept;
 
 // SET key token NX PX ttl GET: the plain acquire in one command (Redis >= 7).
 resp_encoded encode_set_acquire(str_view key, str_view token, str_view ttl, char* out,

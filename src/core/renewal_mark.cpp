@@ -1,22 +1,24 @@
-// The renewal mark: the key a renew writes beside the lock's key, so that a
-// waiter told of both in one invalidation knows the holder only renewed.
+// The marks: the keys a renew and a release write beside the lock's key, so
+// that waiters hear of both, tell them apart, and hear nothing of a take.
 //
-// A waiter tracks its lock's name in broadcasting mode, as a prefix (see
-// src/client/notify.cpp). Redis gathers the keys changed under one prefix
-// during one pass of its event loop and sends them as one push, so a renew
-// that also writes the mark is heard as [name, mark] together, and a
-// release, an expiry or another client's write as [name] alone. For that
-// the mark must start with the name (the same prefix), and it must hash to
-// the name's Cluster slot (the same script writes both).
+// A waiter tracks its lock's renewal mark in broadcasting mode, as a prefix
+// (see src/client/notify.cpp), and the server pushes every change of a key
+// that starts with it. A renew writes the renewal mark, `name:r` and two
+// bytes, empty, with the key's ttl, so it also expires with the key. A
+// release deletes it and writes and deletes the release mark, the renewal
+// mark and two more bytes: nothing is left, and the push names the release
+// mark. A take writes only the key, which the prefix does not cover, so the
+// waiters that lost a handoff are not woken by the winner.
 //
-// The mark is `name:r` and two bytes chosen so the whole key hashes to the
-// name's slot: CRC16 is linear, so two appended bytes reach any value of the
-// register, so four of them give the 14 bits a slot keeps. A '}' is never
-// chosen, so the mark has a hash tag exactly when the name has one (and then
-// the same tag: any two bytes will do, and the same rule picks them); a '{'
-// may be, as no '}' follows it. Found by trying the 65,536 pairs in order,
-// once per configure(). Should all four hold a '}' (about one name in 10^8),
-// there is no mark, and configure() refuses the name.
+// Each mark must hash to the name's Cluster slot (one script writes them
+// with the key): CRC16 is linear, so two appended bytes reach any value of
+// the register, so four of them give the 14 bits a slot keeps. A '}' is
+// never chosen, so a mark has a hash tag exactly when the name has one (and
+// then the same tag: any two bytes will do, and the same rule picks them); a
+// '{' may be, as no '}' follows it. Found by trying the 65,536 pairs in
+// order, twice per configure(). Should all four pairs for a mark hold a '}'
+// (about one name in 10^8), there is no mark, and configure() refuses the
+// name.
 #include "lock_wire.hpp"
 
 namespace edgelock {
@@ -32,15 +34,9 @@ std::uint16_t crc16_step(std::uint16_t crc, unsigned char byte) noexcept {
     return crc;
 }
 
-}  // namespace
-
-bool renewal_mark_suffix(str_view name, char* out) noexcept {
-    std::uint16_t whole = 0;  // the name's CRC: its slot when it has no tag
-    for (std::size_t i = 0; i < name.size; ++i) {
-        whole = crc16_step(whole, static_cast<unsigned char>(name.data[i]));
-    }
-    std::uint16_t at = whole;
-    at = crc16_step(crc16_step(at, ':'), 'r');
+// Two bytes that, appended to a key whose CRC so far is `at`, give the
+// whole key the slot of `whole`; never a '}'.
+bool slot_pair(std::uint16_t at, std::uint16_t whole, char* out) noexcept {
     constexpr std::uint16_t slot_bits = 0x3fff;
     for (unsigned pair = 0; pair < 0x10000U; ++pair) {
         const auto a = static_cast<unsigned char>(pair >> 8);
@@ -57,15 +53,41 @@ bool renewal_mark_suffix(str_view name, char* out) noexcept {
     return false;
 }
 
-std::size_t make_renewal_mark(char* out, str_view name, const char* suffix) noexcept {
+}  // namespace
+
+bool mark_suffixes(str_view name, char* out) noexcept {
+    std::uint16_t whole = 0;  // the name's CRC: its slot when it has no tag
+    for (std::size_t i = 0; i < name.size; ++i) {
+        whole = crc16_step(whole, static_cast<unsigned char>(name.data[i]));
+    }
+    std::uint16_t at = crc16_step(crc16_step(whole, ':'), 'r');
+    // The renewal mark's two bytes, then the release mark's after them.
+    for (int mark = 0; mark < 2; ++mark) {
+        if (!slot_pair(at, whole, out + 2 * mark)) {
+            return false;
+        }
+        at = crc16_step(crc16_step(at, static_cast<unsigned char>(out[2 * mark])),
+                        static_cast<unsigned char>(out[2 * mark + 1]));
+    }
+    return true;
+}
+
+std::size_t make_renewal_mark(char* out, str_view name, const char* suffixes) noexcept {
     std::size_t n = 0;
     for (std::size_t i = 0; i < name.size; ++i) {
         out[n++] = name.data[i];
     }
     out[n++] = ':';
     out[n++] = 'r';
-    out[n++] = suffix[0];
-    out[n++] = suffix[1];
+    out[n++] = suffixes[0];
+    out[n++] = suffixes[1];
+    return n;
+}
+
+std::size_t make_release_mark(char* out, str_view name, const char* suffixes) noexcept {
+    std::size_t n = make_renewal_mark(out, name, suffixes);
+    out[n++] = suffixes[2];
+    out[n++] = suffixes[3];
     return n;
 }
 

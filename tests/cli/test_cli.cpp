@@ -245,19 +245,23 @@ TEST_CASE("cli: run -w is told of the release, and does not poll", "[cli][notify
     agent_run a({"run", "-w", "10s", "-N", redis_url(srv), key, "--", "true"}, {});
     sleep_ms(1500);  // polling (a retry every 50 to 200 ms) would send 7 to 30 attempts
     const double freed = mono_s();
-    REQUIRE(admin.command({"DEL", key_of(key)}).integer == 1);
+    // The holder's release, as another edgelock agent sends it (with the
+    // marks that tell waiters).
+    REQUIRE(admin.command(marked_release(key, "someone-else")).integer == 1);
     const run_result r = a.finish(10.0);
     INFO(show(a.args, r));
     CHECK(r.status == 0);
     CHECK(mono_s() - freed < 2.0);  // a sanity bound; the push takes well under a millisecond
     CHECK(lock_exists(admin, key) == 0);
-    // SET (busy), CLIENT TRACKING for the name and the acquire script
-    // (busy), after the push PTTL and SET, and the release: one CLIENT
-    // TRACKING, two PTTL (the script's and the told try's), no polling.
+    // SET (busy), CLIENT TRACKING for the renewal mark and the acquire
+    // script (busy; its SET NX counts), then the other release (its release
+    // mark a SET), after the push PTTL and SET, and our release (the same):
+    // one CLIENT TRACKING, two PTTL (the script's and the told try's), no
+    // polling.
     CHECK(edgelock_test::command_calls(admin, "evalsha") == 2);
     CHECK(edgelock_test::command_calls(admin, "client|tracking") == 1);
     CHECK(edgelock_test::command_calls(admin, "pttl") == 2);
-    CHECK(edgelock_test::command_calls(admin, "set") == 3);
+    CHECK(edgelock_test::command_calls(admin, "set") == 5);
 }
 
 TEST_CASE("cli: a signal while waiting for the lock ends the wait, no command run", "[cli]") {

@@ -1,6 +1,7 @@
-// Waiters tracking their name in broadcasting mode, on virtual time: a
-// holder's renews (which write the renewal mark) cost them nothing, on one
-// node and under Redlock, RESP3 and RESP2; a release still wakes them; a
+// Waiters tracking their lock's renewal mark in broadcasting mode, on
+// virtual time: a holder's renews (which write the renewal mark) cost them
+// nothing, on one node and under Redlock, RESP3 and RESP2; a release (which
+// writes the release mark) wakes them, and the winner's take does not; a
 // connection tracks up to EDGELOCK_CLIENT_TRACKED_NAMES names and a lock past
 // them polls; a refused CLIENT TRACKING is asked once, then the lock polls.
 #include <catch2/catch.hpp>
@@ -97,11 +98,25 @@ void renews_cost_waiters_nothing(int nodes, bool resp3) {
     }
 
     // A release wakes them at once: one takes the lock long before a poll.
+    // Each tries once on each node (PTTL, then SET); under Redlock the
+    // loser may try once more, woken by a node whose release came during
+    // its try. The winner's take writes only the key, which wakes the loser
+    // no more.
     const instant released = n.now();
     REQUIRE(holder.start_release() == client_errc::ok);
     REQUIRE(loop.run_for(duration::millis(100)));
     CHECK(waiters[0].held() != waiters[1].held());
     CHECK(n.now() - released < duration::millis(3000));
+    const std::uint64_t tries = waiters.size() * static_cast<std::uint64_t>(nodes);
+    const std::uint64_t more = nodes == 1 ? 0 : static_cast<std::uint64_t>(nodes);
+    const std::uint64_t after = calls(n, "PTTL");
+    CHECK(after >= reads + tries);
+    CHECK(after <= reads + tries + more);
+    CHECK(calls(n, "SET") - sets == after - reads);
+    REQUIRE(loop.run_for(duration::millis(2000)));  // its poll is the holder's ttl away
+    CHECK(calls(n, "PTTL") == after);
+    CHECK(calls(n, "SET") - sets == after - reads);
+    CHECK(waiters[0].held() != waiters[1].held());
 }
 
 // One tracking node (its CLIENT TRACKING refused with `refusal`, if any), a

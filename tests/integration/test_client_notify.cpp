@@ -34,7 +34,7 @@ client_options resp3() {
 
 }  // namespace
 
-TEST_CASE("notify: a waiter is told when another client's key goes", "[integration][notify]") {
+TEST_CASE("notify: a waiter is told of a marked release and a flush", "[integration][notify]") {
     redis_server srv;
     redis_client admin(srv.port());
     const char* name = "notify-other";
@@ -50,21 +50,71 @@ TEST_CASE("notify: a waiter is told when another client's key goes", "[integrati
     struct gone_case {
         const char* what;
         std::vector<std::string> hold;  // how the other client holds the key
-        std::vector<std::string> act;   // what it does 150 ms later (empty: nothing)
+        std::vector<std::string> act;   // what it does 150 ms later
     };
     const gone_case cases[] = {
-        {"deleted", {"SET", key_of(name), "other", "PX", "10000"}, {"DEL", key_of(name)}},
-        {"expired", {"SET", key_of(name), "other", "PX", "300"}, {}},
-        {"flushed", {"SET", key_of(name), "other", "PX", "10000"}, {"FLUSHALL"}},
-        {"compare-and-deleted by a Lua release",
+        {"released with the marks, as another edgelock client does",
          {"SET", key_of(name), "other", "PX", "10000"},
-         {"EVAL",
-          "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end",
-          "1", key_of(name), "other"}},
+         marked_release(name, "other")},
+        {"flushed", {"SET", key_of(name), "other", "PX", "10000"}, {"FLUSHALL"}},
     };
     for (const gone_case& k : cases) {
         INFO(k.what);
         told_when_gone(srv, c, l, k.hold, k.act, &k == &cases[0]);
+    }
+}
+
+TEST_CASE("notify: an expiry or a release without the marks is found at the key's ttl",
+          "[integration][notify]") {
+    // Another client's compare-and-delete (redis-py's Lock, redsync), a bare
+    // DEL or an expiry changes only the key, which waiters do not track (a
+    // take would wake them all): the waiter's poll, just after the ttl its
+    // busy answer said (1500 ms), finds the key gone. Its retry delay is
+    // 1000 ms: a waiter that retried instead would find the key there, and
+    // take it only at 2000 ms.
+    redis_server srv;
+    redis_client admin(srv.port());
+    const char* name = "notify-unmarked";
+    const url_list urls({redis_url(srv)});
+    client<1> c;
+    configure(c, urls, resp3());
+    edgelock::lock_options o = options(5000, 200);
+    o.retry_min = duration::millis(1000);
+    o.retry_max = duration::millis(1000);
+    client_lock l;
+    REQUIRE(l.attach(c, name, o, no_watchdog()) == client_errc::ok);
+    REQUIRE(c.connect(port::now() + duration::seconds(3)) == 1);
+    const std::vector<std::string> acts[] = {
+        {},  // expires
+        {"DEL", key_of(name)},
+        {"EVAL",
+         "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end", "1",
+         key_of(name), "other"},
+    };
+    for (const std::vector<std::string>& act : acts) {
+        INFO((act.empty() ? std::string("expired") : act[0]));
+        REQUIRE(admin.command({"SET", key_of(name), "other", "PX", "1500"}).text == "OK");
+        REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
+        const instant t0 = port::now();
+        op_result r;
+        {
+            redis_client actor(srv.port());
+            const later go(150, [&] {
+                if (!act.empty()) {
+                    actor.command(act);
+                }
+            });
+            r = l.acquire(duration::seconds(6));
+        }
+        INFO(what(r));
+        REQUIRE(r.event.kind == lock_event_kind::acquired);
+        CHECK(ms_since(t0) > 1400);
+        CHECK(ms_since(t0) < 1900);
+        CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
+        // The SET that found the key taken, the script that read its ttl,
+        // then the poll (PTTL and SET): nothing woke it between.
+        CHECK(command_calls(admin, "pttl") == 2);
+        must_release(l);
     }
 }
 
@@ -123,10 +173,10 @@ TEST_CASE("notify: under Redlock any node's word wakes the waiter", "[integratio
     {
         redis_client d0(s0.port());
         redis_client d1(s1.port());
-        // Another client's Redlock release, node by node.
+        // Another edgelock client's Redlock release, node by node.
         const later act(150, [&] {
-            d0.command({"DEL", key_of(name)});
-            d1.command({"DEL", key_of(name)});
+            d0.command(marked_release(name, "other"));
+            d1.command(marked_release(name, "other"));
         });
         r = l.acquire(duration::seconds(6));
     }

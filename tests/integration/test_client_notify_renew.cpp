@@ -100,7 +100,10 @@ void renews_wake_no_waiter(const client_options& o) {
     CHECK(f.holder.held());
     CHECK(f.held() == 0);
 
-    // A release still wakes them at once: one of them takes the key.
+    // A release still wakes them at once: one of them takes the key. Each
+    // tries once (PTTL, then SET); the winner's take, which writes only the
+    // key, wakes no other.
+    REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
     const instant released = port::now();
     REQUIRE(f.holder.start_release() == client_errc::ok);
     while (f.held() == 0 && ms_since(released) < told_bound_ms) {
@@ -108,6 +111,12 @@ void renews_wake_no_waiter(const client_options& o) {
     }
     CHECK(f.held() == 1);
     CHECK(ms_since(released) < told_bound_ms);
+    f.drive(500);
+    CHECK(f.held() == 1);
+    CHECK(command_calls(admin, "evalsha") == 1);  // the release
+    CHECK(command_calls(admin, "pttl") == static_cast<long long>(waiter_count));
+    // The waiters' SETs, and the release's of its release mark.
+    CHECK(command_calls(admin, "set") == static_cast<long long>(waiter_count) + 1);
 }
 
 }  // namespace

@@ -203,10 +203,21 @@ TEST_CASE("client: renew keeps a lock past its ttl", "[integration][client]") {
     CHECK(pttl > 0);
     CHECK(pttl <= 500);
     CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
+    // The renewal mark, empty, expiring with the key (the same script set
+    // both ttls).
+    const std::string mark = key_of(name, lock_key_kind::renewal_mark);
+    CHECK(admin.command({"GET", mark}).text.empty());
+    const long long mark_pttl = admin.command({"PTTL", mark}).integer;
+    CHECK(mark_pttl > 0);
+    CHECK(mark_pttl <= pttl);
+    CHECK(mark_pttl >= pttl - 5);
     CHECK(rec.count(lock_event_kind::renewed) == 5);
     CHECK(rec.count(lock_event_kind::lost) == 0);
     must_release(l);
+    // The release deletes the key and the renewal mark; the release mark
+    // it wrote is gone as well.
     CHECK(admin.command({"EXISTS", key_of(name)}).integer == 0);
+    CHECK(admin.command({"DBSIZE"}).integer == 0);
 }
 
 TEST_CASE("client: the watchdog renews, and reports a lock lost", "[integration][client]") {
@@ -338,7 +349,10 @@ TEST_CASE("client: on Redis 7 a plain acquire is one SET, busy or not", "[integr
     CHECK(calls("evalsha") == 0);
     must_release(l);
     CHECK(calls("evalsha") == 1);  // the compare-and-delete
+    CHECK(calls("set") == 2);      // and its release mark, written and deleted
+    CHECK(calls("del") == 2);      // the key; the marks
     CHECK(admin.command({"EXISTS", key_of(name)}).integer == 0);
+    CHECK(admin.command({"DBSIZE"}).integer == 0);  // no mark left behind
 
     // Taken by another: the SET finds it, the script says for how long.
     REQUIRE(admin.command({"SET", key_of(name), "other-owner", "PX", "4000"}).text == "OK");
@@ -347,8 +361,9 @@ TEST_CASE("client: on Redis 7 a plain acquire is one SET, busy or not", "[integr
     CHECK(r.event.kind == lock_event_kind::busy);
     CHECK(r.event.holder_ttl_ms > 0);
     CHECK(r.event.holder_ttl_ms <= 4000);
-    // Ours twice, the admin's, and the script's own SET NX (scripts' calls count).
-    CHECK(calls("set") == 4);
+    // Ours twice, the release mark's, the admin's, and the script's own SET NX
+    // (scripts' calls count).
+    CHECK(calls("set") == 5);
     CHECK(calls("evalsha") == 2);
     CHECK(admin.command({"GET", key_of(name)}).text == "other-owner");
 }

@@ -63,7 +63,7 @@ TEST_CASE("tls notify: a RESP2 waiter is told over its TLS subscription", "[clie
         std::thread releaser([&] {
             std::this_thread::sleep_for(std::chrono::milliseconds(150));
             redis_client other(srv.unix_path());
-            other.command({"DEL", key_of("tls-notify")});
+            other.command(marked_release("tls-notify", "other"));
         });
         r = l.acquire(duration::seconds(6));
         releaser.join();

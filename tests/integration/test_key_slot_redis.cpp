@@ -50,5 +50,10 @@ TEST_CASE("key slot: the same as CLUSTER KEYSLOT", "[integration][key_slot]") {
         REQUIRE(mn > 0);
         CHECK(c.command({"CLUSTER", "KEYSLOT", std::string(lock, ln)}).integer ==
               c.command({"CLUSTER", "KEYSLOT", std::string(mark, mn)}).integer);
+        const std::size_t rn =
+            edgelock::lock_key(n, edgelock::lock_key_kind::release_mark, mark, sizeof mark);
+        REQUIRE(rn > 0);
+        CHECK(c.command({"CLUSTER", "KEYSLOT", std::string(lock, ln)}).integer ==
+              c.command({"CLUSTER", "KEYSLOT", std::string(mark, rn)}).integer);
     }
 }

@@ -59,28 +59,39 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
     };
     const std::int64_t clock = server_time_us(now);
 
-    if (s == &script_acquire) {
-        if (ks.set_nx_px(key(0), arg(0), parse_int(arg(1)), now)) {
-            return resp_pair(1, 0);
+    // The renewal mark, with the key's ttl; the release mark, written and
+    // deleted, and the renewal mark deleted.
+    auto renewal_mark = [&] {
+        if (keys.size() > 1) {
+            ks.set(key(1), "");
+            ks.pexpire(key(1), parse_int(arg(1)), now);
         }
-        if (ks.holds(key(0), arg(0), now)) {
-            ks.pexpire(key(0), parse_int(arg(1)), now);
+    };
+    auto release_marks = [&] {
+        if (keys.size() > 2) {
+            ks.set(key(2), "");
+            ks.del(key(1), now);
+            ks.del(key(2), now);
+        }
+    };
+    if (s == &script_acquire) {
+        if (ks.set_nx_px(key(0), arg(0), parse_int(arg(1)), now) ||
+            (ks.holds(key(0), arg(0), now) && ks.pexpire(key(0), parse_int(arg(1)), now) >= 0)) {
+            renewal_mark();
             return resp_pair(1, 0);
         }
         return resp_pair(0, ks.pttl(key(0), now));
     }
     if (s == &script_release) {
         if (ks.holds(key(0), arg(0), now)) {
+            release_marks();
             return resp_int(ks.del(key(0), now));
         }
         return resp_int(0);
     }
     if (s == &script_renew) {
         if (ks.holds(key(0), arg(0), now)) {
-            if (keys.size() > 1) {
-                ks.set(key(1), "");  // the renewal mark, with twice the ttl
-                ks.pexpire(key(1), 2 * parse_int(arg(1)), now);
-            }
+            renewal_mark();
             return resp_int(ks.pexpire(key(0), parse_int(arg(1)), now));
         }
         return resp_int(0);
@@ -99,18 +110,17 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
         }
         const std::int64_t n = ks.hincrby(key(0), arg(0), -1, now);
         if (n > 0) {
+            renewal_mark();
             ks.pexpire(key(0), parse_int(arg(1)), now);
             return resp_int(n);
         }
         ks.del(key(0), now);
+        release_marks();
         return resp_int(0);
     }
     if (s == &script_reentrant_renew) {
         if (ks.has_field(key(0), arg(0), now)) {
-            if (keys.size() > 1) {
-                ks.set(key(1), "");
-                ks.pexpire(key(1), 2 * parse_int(arg(1)), now);
-            }
+            renewal_mark();
             return resp_int(ks.pexpire(key(0), parse_int(arg(1)), now));
         }
         return resp_int(0);

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "edgelock/lock_scripts.hpp"
 #include "tools/moved_chain.hpp"
 #include "tools/resp_text.hpp"
 
@@ -49,31 +50,28 @@ struct session {
     bool asking = false;   // ASKING came: the next command is served here
 };
 
-// The lock scripts by the digests the library sends (src/core/lock_scripts.cpp).
-constexpr const char* acquire_digest = "c0ee60e9e4a793825925d223ca460d0a72f97738";
-constexpr const char* release_digest = "8cfd6be96f10f215244fa8a291f7eb0813494f7e";
-constexpr const char* renew_digest = "4078e0160e532c92122502d4009aaff6c8a586ce";
-
 enum class script { unknown, acquire, release, renew };
 
-// Which lock script an EVAL's text or an EVALSHA's digest is.
+// Which lock script an EVAL's text or an EVALSHA's digest is: the library's
+// own (lock_scripts.cpp is built into this program).
 inline script script_of(const std::string& name, const std::string& text) {
-    if (name == "EVALSHA") {
-        return text == acquire_digest   ? script::acquire
-               : text == release_digest ? script::release
-               : text == renew_digest   ? script::renew
-                                        : script::unknown;
-    }
-    if (text.find("ARGV[2] * 2") != std::string::npos) {
-        return script::renew;  // it writes the renewal mark with twice the ttl
-    }
-    if (text.find("'set'") != std::string::npos) {
-        return script::acquire;
-    }
-    if (text.find("'del'") != std::string::npos) {
-        return script::release;
-    }
-    return text.find("'pexpire'") != std::string::npos ? script::renew : script::unknown;
+    const bool sha = name == "EVALSHA";
+    const auto is = [&](const edgelock::lock_script& s) {
+        const edgelock::str_view v = sha ? s.sha1 : s.text;
+        return text == std::string(v.data, v.size);
+    };
+    return is(edgelock::script_acquire)   ? script::acquire
+           : is(edgelock::script_release) ? script::release
+           : is(edgelock::script_renew)   ? script::renew
+                                          : script::unknown;
+}
+
+inline std::string digest_of(script k) {
+    const edgelock::lock_script* s = k == script::acquire   ? &edgelock::script_acquire
+                                     : k == script::release ? &edgelock::script_release
+                                     : k == script::renew   ? &edgelock::script_renew
+                                                            : nullptr;
+    return s == nullptr ? std::string(40, '0') : std::string(s->sha1.data, s->sha1.size);
 }
 
 class server {
@@ -113,11 +111,7 @@ public:
                    std::to_string(port(0)) + "\r\n";
         }
         if (name == "SCRIPT" && sub == "LOAD" && args.size() > 2) {
-            const script k = script_of("EVAL", args[2]);
-            return resp_text::bulk(k == script::acquire   ? acquire_digest
-                                   : k == script::release ? release_digest
-                                   : k == script::renew   ? renew_digest
-                                                          : std::string(40, '0'));
+            return resp_text::bulk(digest_of(script_of("EVAL", args[2])));
         }
         if ((name == "GET" || name == "EXISTS") && args.size() > 1) {
             const entry* e = find(s.port, args[1], now);
@@ -186,13 +180,16 @@ private:
     std::string run(const std::string& name, const std::vector<std::string>& args, std::size_t p,
                     double now) {
         const bool set = name == "SET";
-        if (set ? args.size() < 6 : args.size() < 5) {
+        // A script's keys: the lock's, then any marks (ignored here).
+        const std::size_t keys =
+            set || args.size() < 3 ? 1 : std::strtoul(args[2].c_str(), nullptr, 10);
+        if (set ? args.size() < 6 : keys < 1 || args.size() < 4 + keys) {
             return "-ERR wrong number of arguments\r\n";
         }
         const std::string& key = set ? args[1] : args[3];
-        const std::string& token = set ? args[2] : args[4];
+        const std::string& token = set ? args[2] : args[3 + keys];
         const script k = set ? script::acquire : script_of(name, args[1]);
-        const std::string ms = set ? args[5] : (args.size() > 5 ? args[5] : "0");
+        const std::string ms = set ? args[5] : (args.size() > 4 + keys ? args[4 + keys] : "0");
         const double ttl = std::strtod(ms.c_str(), nullptr) / 1000.0;
         const entry* e = find(p, key, now);
         switch (k) {

@@ -7,8 +7,10 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "edgelock/lock.hpp"
+#include "edgelock/lock_scripts.hpp"
 
 namespace edgelock_test {
 
@@ -26,6 +28,19 @@ inline std::string key_of(const std::string& name,
 // The key of the lock's fencing counter.
 inline std::string fence_key_of(const std::string& name) {
     return key_of(name, edgelock::lock_key_kind::fence_counter);
+}
+
+// The release an edgelock holder with this token sends: compare-and-delete
+// with the renewal and release marks, which is what tells waiters.
+inline std::vector<std::string> marked_release(const std::string& name, const std::string& token) {
+    const edgelock::str_view text = edgelock::script_release.text;
+    return {"EVAL",
+            std::string(text.data, text.size),
+            "3",
+            key_of(name),
+            key_of(name, edgelock::lock_key_kind::renewal_mark),
+            key_of(name, edgelock::lock_key_kind::release_mark),
+            token};
 }
 
 }  // namespace edgelock_test

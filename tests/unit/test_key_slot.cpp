@@ -68,8 +68,7 @@ TEST_CASE("key slot: a lock's key and its fencing counter share one slot", "[key
     CHECK(checked > 10000);
 }
 
-TEST_CASE("key slot: a lock's renewal mark starts with its name and shares its slot",
-          "[key_slot]") {
+TEST_CASE("key slot: a lock's marks start with its name and share its slot", "[key_slot]") {
     std::mt19937 gen(11);
     const std::string alphabet = "abcxyz019-_:.{}";
     for (int i = 0; i < 20000; ++i) {
@@ -84,5 +83,13 @@ TEST_CASE("key slot: a lock's renewal mark starts with its name and shares its s
         CHECK(mark[name.size() + 2] != '}');
         CHECK(mark[name.size() + 3] != '}');
         REQUIRE(slot(mark) == slot(name));
+        // The release mark: the renewal mark and two more such bytes, so a
+        // prefix of the renewal mark covers it.
+        const std::string release = key_of(name, edgelock::lock_key_kind::release_mark);
+        REQUIRE(release.size() == name.size() + 6);
+        CHECK(release.compare(0, mark.size(), mark) == 0);
+        CHECK(release[name.size() + 4] != '}');
+        CHECK(release[name.size() + 5] != '}');
+        REQUIRE(slot(release) == slot(name));
     }
 }

@@ -223,9 +223,57 @@ TEST_CASE("notify: a told node's requests go alone and its renews write the rene
         CHECK(w.l.is_renewal_mark(edgelock::str_view(mark, size)));
         CHECK_FALSE(w.l.is_renewal_mark("jobs"));
         CHECK_FALSE(w.l.is_renewal_mark(edgelock::str_view(mark, size - 1)));
+        CHECK_FALSE(w.l.is_release_mark(edgelock::str_view(mark, size)));
+        char out[edgelock::lock_key_capacity];
+        REQUIRE(w.l.renewal_mark(out) == size);
+        CHECK(std::string(out, size) == std::string(mark, size));
         mark[size - 1] = static_cast<char>(mark[size - 1] ^ 1);
         CHECK_FALSE(w.l.is_renewal_mark(edgelock::str_view(mark, size)));
     }
+    SECTION("a release names the key, the renewal mark and the release mark") {
+        REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+        reply(w.l, 0, take(w.l, 0).tag, won_reply, t0 + duration::millis(1));
+        REQUIRE(w.l.release(t0 + duration::millis(2)) == lock_errc::ok);
+        const sent release = take(w.l, 0);
+        char renewal[edgelock::lock_key_capacity];
+        const std::size_t renewal_size = edgelock::lock_key(
+            "jobs", edgelock::lock_key_kind::renewal_mark, renewal, sizeof renewal);
+        char mark[edgelock::lock_key_capacity];
+        const std::size_t size =
+            edgelock::lock_key("jobs", edgelock::lock_key_kind::release_mark, mark, sizeof mark);
+        REQUIRE(size == 10);
+        CHECK(std::string(mark, renewal_size) == std::string(renewal, renewal_size));
+        const std::string head =
+            "*7\r\n$7\r\nEVALSHA\r\n$40\r\n" +
+            std::string(edgelock::script_release.sha1.data, edgelock::script_release.sha1.size) +
+            "\r\n$1\r\n3\r\n$4\r\njobs\r\n$8\r\n" + std::string(renewal, renewal_size) +
+            "\r\n$10\r\n" + std::string(mark, size) + "\r\n";
+        CHECK(release.bytes.rfind(head, 0) == 0);
+        CHECK(w.l.is_release_mark(edgelock::str_view(mark, size)));
+        CHECK_FALSE(w.l.is_renewal_mark(edgelock::str_view(mark, size)));
+        CHECK_FALSE(w.l.is_release_mark(edgelock::str_view(renewal, renewal_size)));
+        CHECK_FALSE(w.l.is_release_mark(edgelock::str_view(mark, size - 1)));
+    }
+}
+
+TEST_CASE("notify: a release answered TRYAGAIN goes again without its marks, same round",
+          "[lock][notify]") {
+    waiter w;
+    REQUIRE(w.l.acquire(t0) == lock_errc::ok);
+    reply(w.l, 0, take(w.l, 0).tag, won_reply, t0 + duration::millis(1));
+    lock_event ev;
+    REQUIRE(w.l.poll_event(ev));
+    REQUIRE(w.l.release(t0 + duration::millis(10)) == lock_errc::ok);
+    const sent marked = take(w.l, 0);
+    CHECK(marked.bytes.find("$1\r\n3\r\n$4\r\njobs\r\n") != std::string::npos);
+    reply(w.l, 0, marked.tag, "-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
+          t0 + duration::millis(11));
+    REQUIRE(w.l.next_send(0) == edgelock::lock::outgoing::request);
+    const sent alone = take(w.l, 0);
+    CHECK(alone.bytes.find("$1\r\n1\r\n$4\r\njobs\r\n") != std::string::npos);
+    reply(w.l, 0, alone.tag, ":1\r\n", t0 + duration::millis(12));
+    REQUIRE(w.l.poll_event(ev));
+    CHECK(ev.kind == lock_event_kind::released);
 }
 
 TEST_CASE("notify: a renew answered TRYAGAIN goes again without its mark, same round",
@@ -268,7 +316,7 @@ TEST_CASE("notify: a renew heard moves a told waiter's poll, and only that", "[l
     REQUIRE(w.l.next_deadline() == poll);
     SECTION("renewed: the poll waits the holder's ttl again from then, and no try goes") {
         const instant at = t0 + duration::millis(500);
-        REQUIRE(w.l.on_key_renewed(at) == lock_errc::ok);
+        REQUIRE(w.l.on_key_renewed(0, at) == lock_errc::ok);
         CHECK(w.l.state() == lock_state::retry_wait);
         CHECK(w.l.next_send(0) == edgelock::lock::outgoing::none);
         CHECK(w.l.next_deadline() == at + duration::millis(2501));
@@ -280,14 +328,31 @@ TEST_CASE("notify: a renew heard moves a told waiter's poll, and only that", "[l
         REQUIRE(w.l.on_key_changed(t0 + duration::millis(5)) == lock_errc::ok);
         reply(w.l, 0, take(w.l, 0).tag, "*2\r\n:0\r\n:-1\r\n", t0 + duration::millis(6));
         const instant due = w.l.next_deadline();  // the ttl unknown: the retry delay
-        REQUIRE(w.l.on_key_renewed(t0 + duration::millis(7)) == lock_errc::ok);
+        REQUIRE(w.l.on_key_renewed(0, t0 + duration::millis(7)) == lock_errc::ok);
         CHECK(w.l.next_deadline() == due);
     }
     SECTION("near the wait's end: the last try stays where it was") {
-        const instant late = t0 + duration::millis(4200);
-        REQUIRE(w.l.on_key_renewed(late) == lock_errc::ok);
+        REQUIRE(w.l.on_key_renewed(0, t0 + duration::millis(1000)) == lock_errc::ok);
+        REQUIRE(w.l.on_key_renewed(0, t0 + duration::millis(2600)) == lock_errc::ok);
+        CHECK(w.l.state() == lock_state::retry_wait);
         CHECK(w.l.next_deadline() ==
               t0 + (duration::seconds(5) - duration::millis(50) - duration::micros(1)));
+    }
+    SECTION("the mark heard within a third of the ttl of the key's end: its expiry, a try now") {
+        // The key can be gone at 2501 ms (2500 ms left at 1 ms), and a third
+        // of the ttl is 833 ms: heard at 1667 ms it is a renew (gone at
+        // 4167 ms now, the poll just after); heard at 3400 ms, within a third
+        // of that, the mark expired with the key.
+        REQUIRE(w.l.on_key_renewed(0, t0 + duration::millis(1668)) == lock_errc::ok);
+        CHECK(w.l.state() == lock_state::acquiring);
+    }
+    SECTION("the mark heard with most of the ttl left, then near its end") {
+        REQUIRE(w.l.on_key_renewed(0, t0 + duration::millis(1667)) == lock_errc::ok);
+        CHECK(w.l.state() == lock_state::retry_wait);
+        CHECK(w.l.next_deadline() == t0 + duration::millis(4168));
+        REQUIRE(w.l.on_key_renewed(0, t0 + duration::millis(3400)) == lock_errc::ok);
+        CHECK(w.l.state() == lock_state::acquiring);
+        CHECK(w.l.next_send(0) == edgelock::lock::outgoing::request);
     }
 }
 
@@ -296,10 +361,10 @@ TEST_CASE("notify: an untold waiter ignores a renew heard", "[lock][notify]") {
     REQUIRE(w.l.acquire(t0) == lock_errc::ok);
     reply(w.l, 0, take(w.l, 0).tag, busy_reply, t0 + duration::millis(1));
     const instant due = w.l.next_deadline();
-    REQUIRE(w.l.on_key_renewed(t0 + duration::millis(300)) == lock_errc::ok);
+    REQUIRE(w.l.on_key_renewed(0, t0 + duration::millis(300)) == lock_errc::ok);
     CHECK(w.l.next_deadline() == due);
     edgelock::lock idle;
-    CHECK(idle.on_key_renewed(t0) == lock_errc::not_configured);
+    CHECK(idle.on_key_renewed(0, t0) == lock_errc::not_configured);
 }
 
 TEST_CASE("notify: a told waiter's next try is PTTL and SET, no script", "[lock][notify]") {

@@ -1,15 +1,15 @@
-// The lock names a connection has the server track as prefixes, in
-// broadcasting mode (CLIENT TRACKING ON BCAST NOLOOP PREFIX name; see
-// src/client/notify.cpp), by a 64-bit hash of each: the names live in their
-// locks, which may go, while the server keeps a prefix until tracking is
+// The prefixes a connection has the server track in broadcasting mode
+// (CLIENT TRACKING ON BCAST NOLOOP PREFIX p; see src/client/notify.cpp), one
+// per waiting lock's name: its renewal mark. Kept as a 64-bit hash of each:
+// the locks may go, while the server keeps a prefix until tracking is
 // switched off or the connection closes.
 //
-// A name is told when it, or a prefix of it, was accepted; a name asked for
+// A prefix is told when it, or a prefix of it, was accepted; one asked for
 // and not yet answered counts as told (the request that needs it goes behind
 // the CLIENT TRACKING). A refusal (an ACL, or a prefix the server finds
-// overlapping one it holds, such as a longer name registered first) leaves
-// that name to poll on this connection. Room for
-// EDGELOCK_CLIENT_TRACKED_NAMES names: a lock past them polls.
+// overlapping one it holds, such as a longer one registered first) leaves
+// that lock to poll on this connection. Room for
+// EDGELOCK_CLIENT_TRACKED_NAMES prefixes: a lock past them polls.
 #pragma once
 
 #include <cstddef>
@@ -25,33 +25,33 @@ class tracked_names {
 public:
     enum class standing : std::uint8_t { none, asked, told, refused };
 
-    standing of(str_view name) const noexcept {
+    standing of(str_view prefix) const noexcept {
         std::uint64_t h = hash_seed;
-        for (std::size_t i = 0; i < name.size; ++i) {
-            h = next(h, static_cast<unsigned char>(name.data[i]));
+        for (std::size_t i = 0; i < prefix.size; ++i) {
+            h = next(h, static_cast<unsigned char>(prefix.data[i]));
             for (std::size_t e = 0; e < count_; ++e) {
                 const entry& x = entries_[e];
                 if (x.hash != h || x.size != i + 1) {
                     continue;
                 }
-                if (x.state == standing::told || i + 1 == name.size) {
+                if (x.state == standing::told || i + 1 == prefix.size) {
                     return x.state;  // a shorter one told covers it
                 }
             }
         }
         return standing::none;
     }
-    // Asks for `name`: the tag its CLIENT TRACKING's answer brings back to
+    // Asks for `prefix`: the tag its CLIENT TRACKING's answer brings back to
     // answer(), or 0 when there is no room.
-    std::uint32_t ask(str_view name) noexcept {
+    std::uint32_t ask(str_view prefix) noexcept {
         if (count_ == EDGELOCK_CLIENT_TRACKED_NAMES) {
             return 0;
         }
         std::uint64_t h = hash_seed;
-        for (std::size_t i = 0; i < name.size; ++i) {
-            h = next(h, static_cast<unsigned char>(name.data[i]));
+        for (std::size_t i = 0; i < prefix.size; ++i) {
+            h = next(h, static_cast<unsigned char>(prefix.data[i]));
         }
-        entries_[count_] = entry{h, static_cast<std::uint32_t>(name.size), standing::asked};
+        entries_[count_] = entry{h, static_cast<std::uint32_t>(prefix.size), standing::asked};
         ++count_;
         return (static_cast<std::uint32_t>(generation_) << 8) | count_;
     }
