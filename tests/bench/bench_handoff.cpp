@@ -74,6 +74,7 @@ constexpr const char* program = "bench_handoff";
 constexpr int participants = 9;
 constexpr int waiters = participants - 1;
 constexpr std::size_t handoffs_wanted = 300;
+constexpr int told_turns = 3;  // runs of the notified waiters and of the peer, in turn
 constexpr std::int64_t collect_limit_ns = 15'000'000'000;
 constexpr int ping_count = 1000;
 
@@ -403,14 +404,27 @@ model_figures simulate(double a_ms, double b_ms, double rtt_ms, double hold_ms, 
 
 // --- the benchmark ----------------------------------------------------------------------
 
-// What one run of the participants gave.
+// What runs of the participants gave: the raw figures of one or more runs
+// (pooled), and what they say (finish()).
 struct measurement {
+    mode how = mode::polling;
+    std::vector<std::int64_t> handoff_ns;
+    std::vector<std::int64_t> hold_ns;
+    double span_s = 0;  // first to last acquisition, summed over the runs
+    long long acquisitions = 0;
+    long long set_calls = 0;  // commandstats, scripts' own calls included
+    long long evalsha_calls = 0;
+    long long eval_calls = 0;
+    long long tracking_calls = 0;
+    long long pttl_calls = 0;
+    long long get_calls = 0;
+    int fewest = 0;  // acquisitions of one participant in one run
+    int most = 0;
+
     edgelock_bench::summary handoff;
     edgelock_bench::summary hold;
     std::size_t handoffs = 0;
     double per_second = 0;
-    int fewest = 0;
-    int most = 0;
     // Lock requests per acquisition, from INFO commandstats.
     double set = 0;
     double evalsha = 0;
@@ -418,9 +432,47 @@ struct measurement {
     double tracking = 0;  // CLIENT TRACKING ... PREFIX ahead of a waiter's try, once per name
     double pttl = 0;      // ahead of a told waiter's SET (and the acquire script's own)
     double get = 0;       // the peer's GET after a SET that found the key held
+
+    void finish() {
+        handoff = edgelock_bench::summarize(handoff_ns);
+        hold = edgelock_bench::summarize(hold_ns);
+        handoffs = handoff_ns.size();
+        per_second = static_cast<double>(handoffs) / span_s;
+        const double n = static_cast<double>(acquisitions);
+        evalsha = static_cast<double>(evalsha_calls) / n;
+        eval = static_cast<double>(eval_calls) / n;
+        tracking = static_cast<double>(tracking_calls) / n;
+        pttl = static_cast<double>(pttl_calls) / n;
+        // Each release script reads the key once; what is left was sent as GET
+        // (the peer's; edgelock's acquire script reads it as well, not reported).
+        get = static_cast<double>(get_calls - evalsha_calls) / n;
+        // Every release is an EVALSHA, and edgelock's writes its release mark
+        // with a SET; every other EVALSHA is an acquire script, whose SET NX
+        // is counted by cmdstat_set as well.
+        const long long scripts = evalsha_calls - acquisitions;
+        const long long marks = how == mode::peer ? 0 : acquisitions;
+        set = static_cast<double>(set_calls - scripts - marks) / n;
+    }
+
+    // Another run of the same mode, pooled with this one.
+    void add(const measurement& m) {
+        handoff_ns.insert(handoff_ns.end(), m.handoff_ns.begin(), m.handoff_ns.end());
+        hold_ns.insert(hold_ns.end(), m.hold_ns.begin(), m.hold_ns.end());
+        span_s += m.span_s;
+        acquisitions += m.acquisitions;
+        set_calls += m.set_calls;
+        evalsha_calls += m.evalsha_calls;
+        eval_calls += m.eval_calls;
+        tracking_calls += m.tracking_calls;
+        pttl_calls += m.pttl_calls;
+        get_calls += m.get_calls;
+        fewest = std::min(fewest, m.fewest);
+        most = std::max(most, m.most);
+        finish();
+    }
 };
 
-measurement measure(std::uint16_t port, mode how) {
+measurement measure(std::uint16_t port, mode how, std::size_t wanted) {
     // A file the agents' commands can map too; fresh, so zero-filled: every
     // counter and flag is 0.
     char file[] = "/tmp/edgelock-handoff-XXXXXX";
@@ -449,7 +501,7 @@ measurement measure(std::uint16_t port, mode how) {
     const std::int64_t started = mono_ns();
     kids.start(s, port, url, how, file);
 
-    // Collect until handoffs_wanted + 1 acquisitions have completed, or the time is up.
+    // Collect until wanted + 1 acquisitions have completed, or the time is up.
     std::size_t complete = 0;
     for (;;) {
         if (kids.any_exited()) {
@@ -461,7 +513,7 @@ measurement measure(std::uint16_t port, mode how) {
         while (complete < handed && s.records[complete].done.load() != 0) {
             ++complete;
         }
-        if (complete > handoffs_wanted || mono_ns() - started > collect_limit_ns) {
+        if (complete > wanted || mono_ns() - started > collect_limit_ns) {
             break;
         }
         sleep_ns(5'000'000);
@@ -513,26 +565,20 @@ measurement measure(std::uint16_t port, mode how) {
         handoffs.push_back(r.acquired_at - prev.release_started_at);
     }
     measurement m;
-    m.handoff = edgelock_bench::summarize(handoffs);
-    m.hold = edgelock_bench::summarize(holds);
-    m.handoffs = handoffs.size();
-    const double span_s =
-        static_cast<double>(recs.back()->acquired_at - recs.front()->acquired_at) / 1e9;
-    m.per_second = static_cast<double>(handoffs.size()) / span_s;
+    m.how = how;
+    m.handoff_ns = handoffs;
+    m.hold_ns = holds;
+    m.span_s = static_cast<double>(recs.back()->acquired_at - recs.front()->acquired_at) / 1e9;
     m.fewest = *std::min_element(per_participant, per_participant + participants);
     m.most = *std::max_element(per_participant, per_participant + participants);
-    const double n = static_cast<double>(acquisitions);
-    m.evalsha = static_cast<double>(evalsha) / n;
-    m.eval = static_cast<double>(eval) / n;
-    m.tracking = static_cast<double>(tracking) / n;
-    m.pttl = static_cast<double>(pttl) / n;
-    // Each release script reads the key once; what is left was sent as GET
-    // (the peer's; edgelock's acquire script reads it as well, not reported).
-    m.get = static_cast<double>(get - evalsha) / n;
-    // Every release is an EVALSHA; every other EVALSHA is an acquire script,
-    // whose SET NX is counted by cmdstat_set as well.
-    const long long scripts = evalsha - static_cast<long long>(acquisitions);
-    m.set = static_cast<double>(set - scripts) / n;
+    m.acquisitions = acquisitions;
+    m.set_calls = set;
+    m.evalsha_calls = evalsha;
+    m.eval_calls = eval;
+    m.tracking_calls = tracking;
+    m.pttl_calls = pttl;
+    m.get_calls = get;
+    m.finish();
     ::munmap(mem, sizeof(shared_state));
     ::unlink(file);
     return m;
@@ -545,10 +591,16 @@ int run() {
     const edgelock_bench::summary rtt =
         edgelock_bench::summarize(edgelock_bench::ping_round_trips(program, port, ping_count));
     std::fprintf(stderr, "%s: PING round trip p50 %.1f us\n", program, rtt.p50_ms * 1000.0);
-    const measurement polled = measure(port, mode::polling);
-    const measurement told = measure(port, mode::notified);
-    const measurement agents = measure(port, mode::agent);
-    const measurement peers = measure(port, mode::peer);
+    const measurement polled = measure(port, mode::polling, handoffs_wanted);
+    const measurement agents = measure(port, mode::agent, handoffs_wanted);
+    // The two compared with each other: runs of each in turn, pooled, so
+    // neither has the machine to itself at a better moment.
+    measurement told = measure(port, mode::notified, handoffs_wanted / told_turns);
+    measurement peers = measure(port, mode::peer, handoffs_wanted / told_turns);
+    for (int turn = 1; turn < told_turns; ++turn) {
+        told.add(measure(port, mode::notified, handoffs_wanted / told_turns));
+        peers.add(measure(port, mode::peer, handoffs_wanted / told_turns));
+    }
     const edgelock_bench::summary& h = polled.handoff;
     const edgelock_bench::summary& hold = polled.hold;
 
@@ -564,26 +616,28 @@ int run() {
         "redis-server: each loops `acquire(5 s)` with the default retry policy (a busy attempt "
         "retries after a delay uniform in [%.0f, %.0f] ms; `acquire(wait)` retries until the "
         "wait ends, whatever `max_tries` says), holds the lock %.0f ms, releases it, and queues "
-        "again once another process holds it, so %d are waiting at every release. Run four times "
-        "on "
-        "the same server: polling (`notify` off: waiters are not told, the handoff is the wait "
-        "for the first retry after the release), then notified (`resp3`: CLIENT TRACKING pushes "
-        "the "
-        "release to every waiter, which tries again at once), then through the agent: each "
-        "participant loops `edgelock run -q -N URL -w 5s KEY -- CMD`, where CMD (this program "
-        "again) records its start, holds 1 ms and exits, and the agent releases; the handoff "
-        "there is from one CMD's exit to the next CMD's start, so it includes the agent "
-        "noticing its child's exit, the release, the push, the acquire and the fork and exec "
-        "of the next CMD; and last, the peer: the same loop with a hand-written waiter told "
-        "with nothing else in the way (one blocking connection, RESP3 with CLIENT TRACKING ON "
-        "NOLOOP; an attempt is SET NX PX and GET in one write, the GET registering it for the "
-        "key's next change; it sleeps in poll() until the push; the release is EVALSHA of "
-        "compare-and-delete), which says what handoff a told waiter can have on this machine. ",
-        participants, a_ms, b_ms, static_cast<double>(hold_ns) / 1e6, waiters);
+        "again once another process holds it, so %d are waiting at every release. Run on the "
+        "same server: polling (`notify` off: waiters are not told, the handoff is the wait for "
+        "the first retry after the release), then through the agent: each participant loops "
+        "`edgelock run -q -N URL -w 5s KEY -- CMD`, where CMD (this program again) records its "
+        "start, holds 1 ms and exits, and the agent releases; the handoff there is from one "
+        "CMD's exit to the next CMD's start, so it includes the agent noticing its child's "
+        "exit, the release, the push, the acquire and the fork and exec of the next CMD; then "
+        "notified (`resp3`: every waiter tracks the lock's renewal mark as a prefix, so the "
+        "release, which writes the release mark under it, is pushed to every waiter, which "
+        "tries again at once, and the winner's take, which writes only the key, is pushed to "
+        "no one) and the peer, %d runs of each in turn, pooled: the same loop with a "
+        "hand-written waiter told with nothing else in the way (one blocking connection, RESP3 "
+        "with CLIENT TRACKING ON NOLOOP; an attempt is SET NX PX and GET in one write, the GET "
+        "registering it for the key's next change; it sleeps in poll() until the push; the "
+        "release is EVALSHA of compare-and-delete), which says what handoff a told waiter can "
+        "have on this machine. ",
+        participants, a_ms, b_ms, static_cast<double>(hold_ns) / 1e6, waiters, told_turns);
     out += format(
         "Handoff = the next holder's acquisition instant - the previous holder's instant just "
         "before `release()` (CLOCK_MONOTONIC, shared by all processes); %zu and %zu handoffs; no "
-        "two holds overlapped; every process held it %d to %d times polling, %d to %d notified; "
+        "two holds overlapped; every process held it %d to %d times polling, %d to %d in one "
+        "notified run; "
         "%zu handoffs through the agent. ",
         polled.handoffs, told.handoffs, polled.fewest, polled.most, told.fewest, told.most,
         agents.handoffs);
@@ -635,7 +689,9 @@ int run() {
         "the waiter's request, once per name and connection, that has the server tell it of "
         "the key): notified %s; polling %s. A notified release wakes all %d waiters, and each "
         "makes one attempt, PTTL and SET: one wins, the others find the key taken and wait for "
-        "the next word. Through the agent: %s (each run makes its first attempt, a SET, when it "
+        "the next word (SET counts the one-command acquires only: the release scripts' SET of "
+        "the release mark and the acquire scripts' SET NX are taken off). Through the agent: %s "
+        "(each run makes its first attempt, a SET, when it "
         "starts, and asks for tracking on its first wait).\n",
         requests(told).c_str(), requests(polled).c_str(), waiters, requests(agents).c_str());
     out += format("The peer: %.2f (%.2f SET, %.2f GET, %.2f EVALSHA).\n",
@@ -649,7 +705,8 @@ int run() {
         p50_rtts <= 3.0 && p99_rtts <= 10.0 ? "met" : "missed", p50_rtts, p99_rtts, h.p50_ms,
         h.p99_ms, sim.p50_ms, sim.p99_ms);
     out += format(
-        "Against the peer, measured in the same run: edgelock's notified handoff p50 is %.2fx "
+        "Against the peer, measured in the same run (in turns, pooled): edgelock's notified "
+        "handoff p50 is %.2fx "
         "the peer's (%.3f ms, %.1f round trips), p99 %.2fx (%.3f ms).\n",
         told.handoff.p50_ms / peers.handoff.p50_ms, peers.handoff.p50_ms,
         peers.handoff.p50_ms / rtt.p50_ms, told.handoff.p99_ms / peers.handoff.p99_ms,
