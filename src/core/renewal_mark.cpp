@@ -38,16 +38,18 @@ std::uint16_t crc16_step(std::uint16_t crc, unsigned char byte) noexcept {
 // whole key the slot of `whole`; never a '}'.
 bool slot_pair(std::uint16_t at, std::uint16_t whole, char* out) noexcept {
     constexpr std::uint16_t slot_bits = 0x3fff;
-    for (unsigned pair = 0; pair < 0x10000U; ++pair) {
-        const auto a = static_cast<unsigned char>(pair >> 8);
-        const auto b = static_cast<unsigned char>(pair & 0xff);
-        if (a == '}' || b == '}') {
+    for (unsigned a = 0; a < 0x100U; ++a) {
+        if (a == '}') {
             continue;
         }
-        if ((crc16_step(crc16_step(at, a), b) & slot_bits) == (whole & slot_bits)) {
-            out[0] = static_cast<char>(a);
-            out[1] = static_cast<char>(b);
-            return true;
+        const std::uint16_t after_a = crc16_step(at, static_cast<unsigned char>(a));
+        for (unsigned b = 0; b < 0x100U; ++b) {
+            if (b != '}' && (crc16_step(after_a, static_cast<unsigned char>(b)) & slot_bits) ==
+                                (whole & slot_bits)) {
+                out[0] = static_cast<char>(a);
+                out[1] = static_cast<char>(b);
+                return true;
+            }
         }
     }
     return false;
