@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "driver/driver_helpers.hpp"
+#include "driver/sim_sockets.hpp"
 #include "edgelock/port.hpp"
 #include "sim/net.hpp"
 
@@ -18,24 +19,7 @@ namespace port = edgelock::port;
 
 namespace {
 
-port::endpoint endpoint_of(const std::string& host, std::uint16_t p) {
-    port::endpoint e;
-    e.host = edgelock::str_view(host.data(), host.size());
-    e.port = p;
-    return e;
-}
-
-// Connects to node i and waits until the connection is up.
-int open(sim::net& n, int i) {
-    const std::string host = "10.0.0." + std::to_string(i + 1);
-    int fd = -1;
-    REQUIRE(port::connect(endpoint_of(host, static_cast<std::uint16_t>(7001 + i)), fd).status ==
-            net_status::in_progress);
-    wait_entry e{fd, port::want_write, 0};
-    REQUIRE(port::wait(&e, 1, n.now() + duration::seconds(1)) == 1);
-    REQUIRE(port::connect_finish(fd).status == net_status::ok);
-    return fd;
-}
+using edgelock_test::endpoint_of;
 
 // Sends everything, waiting for the socket when it is full (partial sends
 // and would_block are part of the port's contract).
@@ -69,7 +53,7 @@ TEST_CASE("sim port: the clock moves only in wait, to the deadline or the next d
     // A delivery wakes a wait before its deadline.
     n.faults(0).latency_min_us = n.faults(0).latency_max_us = 4000;
     n.partial_sends = false;  // no socket-full moment to shift the timing
-    const int fd = open(n, 0);
+    const int fd = edgelock_test::open_node(n, 0);
     const instant sent = port::now();
     send_all(fd, ping);
     wait_entry e{fd, port::want_read, 0};
@@ -88,7 +72,7 @@ TEST_CASE("sim port: the clock moves only in wait, to the deadline or the next d
 TEST_CASE("sim port: a wait that nothing could ever end fails instead of hanging", "[port][sim]") {
     sim::net n(2);
     n.add_nodes(1);
-    const int fd = open(n, 0);
+    const int fd = edgelock_test::open_node(n, 0);
     wait_entry e{fd, port::want_read, 0};
     CHECK(port::wait(&e, 1, instant::never()) == -1);
     CHECK_FALSE(n.failure().empty());
@@ -119,8 +103,8 @@ TEST_CASE("sim port: one connection is FIFO, two nodes reorder", "[port][sim]") 
     n.faults(0).latency_min_us = n.faults(0).latency_max_us = 9000;
     n.faults(1).latency_min_us = n.faults(1).latency_max_us = 1000;
     n.recv_split = sim::split::whole;
-    const int slow = open(n, 0);
-    const int fast = open(n, 1);
+    const int slow = edgelock_test::open_node(n, 0);
+    const int fast = edgelock_test::open_node(n, 1);
     send_all(slow, ping + ping + ping);
     send_all(fast, ping);
     wait_entry e[2] = {{slow, port::want_read, 0}, {fast, port::want_read, 0}};
@@ -139,7 +123,7 @@ TEST_CASE("sim port: one connection is FIFO, two nodes reorder", "[port][sim]") 
 TEST_CASE("sim port: replies handed out byte by byte or cut at an offset", "[port][sim]") {
     sim::net n(5);
     n.add_nodes(1);
-    const int fd = open(n, 0);
+    const int fd = edgelock_test::open_node(n, 0);
     send_all(fd, ping + ping);
     wait_entry e{fd, port::want_read, 0};
     REQUIRE(port::wait(&e, 1, n.now() + duration::seconds(1)) == 1);
@@ -171,7 +155,7 @@ TEST_CASE("sim port: replies handed out byte by byte or cut at an offset", "[por
 TEST_CASE("sim port: a crash resets the connection and drops what was unread", "[port][sim]") {
     sim::net n(6);
     n.add_nodes(1);
-    const int fd = open(n, 0);
+    const int fd = edgelock_test::open_node(n, 0);
     send_all(fd, ping);
     wait_entry e{fd, port::want_read, 0};
     REQUIRE(port::wait(&e, 1, n.now() + duration::seconds(1)) == 1);

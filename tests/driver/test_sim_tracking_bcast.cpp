@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/sim_sockets.hpp"
 #include "edgelock/lock_scripts.hpp"
 #include "edgelock/port.hpp"
 #include "sim/net.hpp"
@@ -293,22 +294,6 @@ TEST_CASE("sim BCAST: a flush tells BCAST and OPTIN sessions with the null list"
 
 namespace {
 
-port::endpoint endpoint_of(const std::string& host, std::uint16_t p) {
-    port::endpoint e;
-    e.host = edgelock::str_view(host.data(), host.size());
-    e.port = p;
-    return e;
-}
-
-int open(sim::net& n, int i) {
-    int fd = -1;
-    REQUIRE(port::connect(endpoint_of(n.host(i), n.port(i)), fd).status == net_status::in_progress);
-    wait_entry e{fd, port::want_write, 0};
-    REQUIRE(port::wait(&e, 1, n.now() + duration::seconds(1)) == 1);
-    REQUIRE(port::connect_finish(fd).status == net_status::ok);
-    return fd;
-}
-
 std::string command(const std::vector<std::string>& argv) {
     return key_list(argv);  // an array of bulk strings
 }
@@ -349,8 +334,8 @@ TEST_CASE("sim BCAST: an expiring key is pushed in virtual time", "[sim][trackin
     n.add_nodes(1);
     n.node(0).tracking = true;
     n.faults(0).latency_min_us = n.faults(0).latency_max_us = 2000;  // 1 ms each way
-    const int waiter = open(n, 0);
-    const int writer = open(n, 0);
+    const int waiter = edgelock_test::open_node(n, 0);
+    const int writer = edgelock_test::open_node(n, 0);
     n.recv_split = sim::split::whole;
     n.partial_sends = false;
     REQUIRE(call(waiter, {"HELLO", "3"}, 1).rfind("%7\r\n", 0) == 0);  // all of it, at once
@@ -360,26 +345,9 @@ TEST_CASE("sim BCAST: an expiring key is pushed in virtual time", "[sim][trackin
     const std::string told = push({"job:lock"});
     REQUIRE(call(writer, {"SET", "job:lock", "tok", "NX", "PX", "100"}, ok.size()) == ok);
     const instant set_at{port::now().us - 1000};  // when the node ran it
-    char buf[512];
-    std::string in;
-    while (in.size() < told.size()) {
-        wait_entry e{waiter, port::want_read, 0};
-        REQUIRE(port::wait(&e, 1, port::now() + duration::seconds(1)) == 1);
-        const port::net_result r = port::recv(waiter, buf, sizeof buf);
-        REQUIRE(r.status == net_status::ok);
-        in.append(buf, r.size);
-    }
-    CHECK(in == told);
+    CHECK(edgelock_test::read_at_least(waiter, told.size()) == told);
     CHECK(n.node(0).clients.tracked.empty());  // nothing read: only the prefix covers it
-    in.clear();
-    while (in.size() < told.size()) {
-        wait_entry e{waiter, port::want_read, 0};
-        REQUIRE(port::wait(&e, 1, port::now() + duration::seconds(1)) == 1);
-        const port::net_result r = port::recv(waiter, buf, sizeof buf);
-        REQUIRE(r.status == net_status::ok);
-        in.append(buf, r.size);
-    }
-    CHECK(in == told);
+    CHECK(edgelock_test::read_at_least(waiter, told.size()) == told);
     CHECK(port::now() == set_at + duration::millis(101));
     CHECK(n.node(0).data.count("job:lock") == 0);
     CHECK(n.node(0).clients.invalidations == 2);
