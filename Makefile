@@ -39,17 +39,14 @@ deps:
 	@sh tests/tools/deps.sh
 
 # --- make test: every check, in the order cheapest failure first -------------
+# Each step says when it starts, so a slow one shows in the log.
+TEST_STEPS := check-format test-host test-sanitize chaos-smoke check-freestanding check-package \
+              test-aarch64 test-armhf fuzz-smoke
 test: deps
-	@$(MAKE) --no-print-directory check-format
-	@$(MAKE) --no-print-directory test-host
-	@$(MAKE) --no-print-directory test-sanitize
-	@$(MAKE) --no-print-directory chaos-smoke
-	@$(MAKE) --no-print-directory check-freestanding
-	@$(MAKE) --no-print-directory check-package
-	@$(MAKE) --no-print-directory test-aarch64
-	@$(MAKE) --no-print-directory test-armhf
-	@$(MAKE) --no-print-directory fuzz-smoke
-	@echo "make test: all checks passed"
+	@start=$$(date +%s); for step in $(TEST_STEPS); do \
+	    echo "== make test: $$step at $$(( $$(date +%s) - start )) s"; \
+	    $(MAKE) --no-print-directory $$step || exit 1; \
+	done; echo "make test: all checks passed in $$(( $$(date +%s) - start )) s"
 
 host-build:
 	@echo "== host: build with -Werror"
