@@ -355,10 +355,12 @@ void print_renewals(const std::vector<renewal_window>& w) {
         }
     }
     std::printf(
-        " after the key's expiry: the server's word on expiry (its active expiry cycle, "
-        "10 times a second by default, finds the key) or the waiter's own poll, due just after "
-        "the PTTL it last read (moved on by each renew heard) said the key could be gone, "
-        "whichever came first; then one try, the job and the release.\n");
+        " after the key's expiry: the server's word of the renewal mark's expiry (the last "
+        "renew gave it the key's ttl; the server's active expiry cycle, 10 times a second by "
+        "default, finds it) or the waiter's own poll, due just after the PTTL it last read "
+        "(moved on by each renew heard) said the key could be gone, whichever came first; then "
+        "one try, the job and the release. The bytes down per waiter per renewal are the push "
+        "naming the renewal mark.\n");
     std::printf("\nTarget: 0 extra requests per renewal with 8 waiters: **%s** (%.2f).\n\n",
                 verdict(extra_at_8 < 0.5), extra_at_8);
 }
