@@ -74,7 +74,8 @@ constexpr const char* program = "bench_handoff";
 constexpr int participants = 9;
 constexpr int waiters = participants - 1;
 constexpr std::size_t handoffs_wanted = 300;
-constexpr int told_turns = 3;  // runs of the notified waiters and of the peer, in turn
+constexpr int told_turns = 5;  // runs of the notified waiters and of the peer, in turn
+constexpr std::size_t handoffs_per_turn = 100;
 constexpr std::int64_t collect_limit_ns = 15'000'000'000;
 constexpr int ping_count = 1000;
 
@@ -595,11 +596,11 @@ int run() {
     const measurement agents = measure(port, mode::agent, handoffs_wanted);
     // The two compared with each other: runs of each in turn, pooled, so
     // neither has the machine to itself at a better moment.
-    measurement told = measure(port, mode::notified, handoffs_wanted / told_turns);
-    measurement peers = measure(port, mode::peer, handoffs_wanted / told_turns);
+    measurement told = measure(port, mode::notified, handoffs_per_turn);
+    measurement peers = measure(port, mode::peer, handoffs_per_turn);
     for (int turn = 1; turn < told_turns; ++turn) {
-        told.add(measure(port, mode::notified, handoffs_wanted / told_turns));
-        peers.add(measure(port, mode::peer, handoffs_wanted / told_turns));
+        told.add(measure(port, mode::notified, handoffs_per_turn));
+        peers.add(measure(port, mode::peer, handoffs_per_turn));
     }
     const edgelock_bench::summary& h = polled.handoff;
     const edgelock_bench::summary& hold = polled.hold;
