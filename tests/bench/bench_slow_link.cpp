@@ -204,6 +204,7 @@ struct figures {
     double down = 0;
     double asked = 0;
     std::string breakdown;
+    std::vector<std::vector<std::string>> commands;  // one run's requests, in order
 };
 
 figures summarize_kind(const std::vector<sample> (&at)[delay_count]) {
@@ -237,6 +238,7 @@ figures summarize_kind(const std::vector<sample> (&at)[delay_count]) {
     f.down = median(down);
     f.asked = median(asked);
     f.breakdown = at[delay_count - 1].back().asked.describe();
+    f.commands = at[delay_count - 1].back().asked.commands;
     return f;
 }
 
@@ -285,6 +287,30 @@ void print_runs(const figures (&f)[kind_count], const bench& b) {
         if (f[k].measured) {
             std::printf("- %s: %s.\n", kind_labels[k], f[k].breakdown.c_str());
         }
+    }
+    if (f[agent_plain].measured) {
+        const std::vector<byte_account> account =
+            account_bytes(b.plain->port(), f[agent_plain].commands);
+        std::size_t up = 0;
+        std::size_t down = 0;
+        std::printf(
+            "\nWhere a plain run's bytes go (its requests as MONITOR showed them, each sized as "
+            "RESP; each reply measured by sending the same requests again, in order, on one "
+            "connection, so HELLO's may differ by the digits of the connection's id):");
+        for (const byte_account& a : account) {
+            std::printf(" %s %zu up, %zu down;", a.what.c_str(), a.up, a.down);
+            up += a.up;
+            down += a.down;
+        }
+        // MONITOR leaves out admin commands (CONFIG GET): what the proxy
+        // carried beyond the rest is theirs.
+        std::printf(
+            " and what MONITOR does not show (admin commands: the set-up's CONFIG GET), the "
+            "rest of what the proxy carried: %.0f up, %.0f down. Together %.0f up and %.0f "
+            "down.\n",
+            f[agent_plain].up - static_cast<double>(up),
+            f[agent_plain].down - static_cast<double>(down), f[agent_plain].up,
+            f[agent_plain].down);
     }
     const double bytes = f[agent_plain].up + f[agent_plain].down;
     std::printf(

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +11,10 @@
 #include <exception>
 
 #include "bench/bench_common.hpp"
+#include "edgelock/resp_decoder.hpp"
 #include "tools/clock.hpp"
 #include "tools/files.hpp"
+#include "tools/net.hpp"
 
 namespace edgelock_slow_link {
 
@@ -91,6 +94,45 @@ counts server_tally::stats() {
     return c;
 }
 
+namespace {
+
+// The arguments of a MONITOR line (`TIME [DB ADDR] "arg" "arg" ...`), with
+// its escapes (\\, \", \n, \r, \t, \a, \b, \xHH) undone.
+std::vector<std::string> monitor_args(const std::string& line) {
+    std::vector<std::string> args;
+    std::size_t at = line.find("] ");
+    if (at == std::string::npos) {
+        return args;
+    }
+    at += 2;
+    while (at < line.size() && line[at] == '"') {
+        std::string arg;
+        ++at;
+        while (at < line.size() && line[at] != '"') {
+            char ch = line[at++];
+            if (ch == '\\' && at < line.size()) {
+                const char e = line[at++];
+                ch = e == 'n'   ? '\n'
+                     : e == 'r' ? '\r'
+                     : e == 't' ? '\t'
+                     : e == 'a' ? '\a'
+                     : e == 'b' ? '\b'
+                                : e;
+                if (e == 'x' && at + 2 <= line.size()) {
+                    ch = static_cast<char>(std::strtol(line.substr(at, 2).c_str(), nullptr, 16));
+                    at += 2;
+                }
+            }
+            arg.push_back(ch);
+        }
+        args.push_back(std::move(arg));
+        at += 2;  // the closing quote and the space
+    }
+    return args;
+}
+
+}  // namespace
+
 void server_tally::mark() {
     try {
         drain(nullptr);  // what MONITOR showed before the window is not in it
@@ -103,7 +145,7 @@ void server_tally::mark() {
 requests server_tally::take() {
     requests r;
     try {
-        drain(&r.by_scripts);
+        drain(&r.by_scripts, &r.commands);
         const counts after = stats();
         for (const auto& kv : after) {
             const auto was = before_.find(kv.first);
@@ -127,7 +169,7 @@ requests server_tally::take() {
 
 // Reads what MONITOR shows up to a marker sent now, counting the commands
 // scripts ran into `scripted` when given. (Throws on a silent MONITOR.)
-void server_tally::drain(counts* scripted) {
+void server_tally::drain(counts* scripted, std::vector<std::vector<std::string>>* commands) {
     const std::string marker = "slow-link-mark-" + std::to_string(++marker_);
     admin_->command({"ECHO", marker});
     for (;;) {
@@ -137,6 +179,13 @@ void server_tally::drain(counts* scripted) {
         }
         // 1795748418.915349 [0 lua] "get" "k"
         const std::size_t lua = line.find(" lua] \"");
+        if (scripted != nullptr && lua == std::string::npos && commands != nullptr) {
+            std::vector<std::string> args = monitor_args(line);
+            if (!args.empty() && args[0] != "INFO" && args[0] != "ECHO" &&
+                args[0] != "PEXPIRETIME") {
+                commands->push_back(std::move(args));
+            }
+        }
         if (scripted == nullptr || lua == std::string::npos) {
             continue;
         }
@@ -230,6 +279,50 @@ double median(std::vector<double> v) {
     }
     std::sort(v.begin(), v.end());
     return v[(v.size() - 1) / 2];
+}
+
+std::vector<byte_account> account_bytes(std::uint16_t port,
+                                        const std::vector<std::vector<std::string>>& commands) {
+    std::vector<byte_account> out;
+    const int fd = edgelock_test::connect_loopback(port);
+    if (fd < 0) {
+        edgelock_bench::fail(program, "byte account: connect failed");
+    }
+    std::string in;
+    for (const std::vector<std::string>& c : commands) {
+        std::string req = "*" + std::to_string(c.size()) + "\r\n";
+        for (const std::string& a : c) {
+            req += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+        }
+        if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+            edgelock_bench::fail(program, "byte account: send failed");
+        }
+        byte_account b;
+        b.what = c[0] + (c.size() > 1 && c[0] != "EVALSHA" && c[0] != "SET" ? " " + c[1] : "");
+        b.up = req.size();
+        for (;;) {
+            edgelock::resp_node nodes[128];
+            const edgelock::resp_result r =
+                edgelock::resp_decode_whole(in.data(), in.size(), nodes, 128);
+            if (r.status == edgelock::resp_status::complete) {
+                b.down = r.size;
+                in.erase(0, r.size);
+                break;
+            }
+            if (r.error != edgelock::resp_errc::truncated) {
+                edgelock_bench::fail(program, "byte account: a reply that does not decode");
+            }
+            char buf[4096];
+            const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) {
+                edgelock_bench::fail(program, "byte account: the server hung up");
+            }
+            in.append(buf, static_cast<std::size_t>(n));
+        }
+        out.push_back(b);
+    }
+    ::close(fd);
+    return out;
 }
 
 }  // namespace edgelock_slow_link

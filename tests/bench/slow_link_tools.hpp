@@ -32,6 +32,9 @@ using counts = std::map<std::string, long long>;
 struct requests {
     counts sent;        // requests clients sent
     counts by_scripts;  // commands scripts ran for them (not requests)
+    // The requests themselves, in order, as MONITOR showed them (the tally's
+    // own INFO and ECHO left out).
+    std::vector<std::vector<std::string>> commands;
     long long total() const;
     // "hello 1, info 3, set 1; scripts ran get 1, del 1", each count divided by `per`.
     std::string describe(double per = 1) const;
@@ -52,7 +55,7 @@ public:
 
 private:
     counts stats();
-    void drain(counts* scripted);
+    void drain(counts* scripted, std::vector<std::vector<std::string>>* commands = nullptr);
 
     std::unique_ptr<edgelock_test::redis_client> admin_;
     std::unique_ptr<edgelock_test::redis_client> monitor_;
@@ -85,6 +88,17 @@ timed_run run_timed(const std::vector<std::string>& argv, double timeout_s);
 
 // Bytes of one RESP request (an array of bulk strings).
 std::size_t resp_request_size(const std::vector<std::string>& args);
+
+// Where a run's bytes go: each request's size as RESP, and its reply's,
+// measured by sending the same requests again, in order, on one connection
+// to the server at `port` (what they change, they change again).
+struct byte_account {
+    std::string what;  // the command and its first argument
+    std::size_t up = 0;
+    std::size_t down = 0;
+};
+std::vector<byte_account> account_bytes(std::uint16_t port,
+                                        const std::vector<std::vector<std::string>>& commands);
 
 // Median of samples (the lower middle of an even count); 0 when empty.
 double median(std::vector<double> v);
