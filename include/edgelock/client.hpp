@@ -43,9 +43,10 @@
 //
 // Connections: set up on first use and after a failure, with an exponential
 // backoff between attempts. Set-up pipelines HELLO [AUTH] [SETNAME], SELECT,
-// CONFIG GET maxmemory*, CLIENT TRACKING (RESP3), and INFO where those are
-// refused (detail/handshake.hpp); a node of its own sends the first lock
-// requests in the same flight. A RESP2 node with notify also
+// CONFIG GET maxmemory*, and INFO where those are refused
+// (detail/handshake.hpp); the first lock requests go in the same flight, on
+// a standalone node, on the master a sentinel named and on a Cluster
+// connection (not while a Sentinel node follows a switch). A RESP2 node with notify also
 // gets a second connection, subscribed to the server's invalidations (see
 // client_options::notify), so a client has up to two fds per node. A node whose set-up failed
 // reports why through node(i): connection refused, wrong password, a replica (a lock needs a
@@ -293,6 +294,7 @@ private:
     // Lock requests may go behind connection n's set-up now; it refused a
     // check and waits for the lock replies and cleanups behind it.
     bool pipelines(std::uint8_t n) const noexcept;
+    bool holds_setup(std::uint8_t n) const noexcept;
     bool undoing(std::uint8_t n) const noexcept;
     bool setup_owes(std::uint8_t n) const noexcept;
     bool follow_setup(std::uint8_t n, const detail::in_flight& f, const resp_node* nodes,

@@ -6,8 +6,11 @@
 // key layout sees to that), so each lock has one route per node: the
 // connection its requests go out on.
 //
-// Routes are learnt from the slot map and from redirections. The node's own
-// connection asks CLUSTER SLOTS once it is set up, after a MOVED and after a
+// Routes are learnt from the slot map and from redirections. A lock's route
+// is the node's own connection (to a seed) until one of them says otherwise,
+// and its first request goes there in the set-up's flight (pipeline.cpp): a
+// seed that serves the slot answers it at once, and no map is read. The
+// node's own connection asks CLUSTER SLOTS after a MOVED and after a
 // connection of the node fails, never twice within a second
 // (cluster_router::map_interval); the reply is read where it lies, one range
 // at a time, into the routes of the locks attached, and nothing of it is

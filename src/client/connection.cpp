@@ -346,6 +346,7 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
         transmit(n, now);
         return;
     }
+    c.setup_first = holds_setup(n);
     c.setup.start(c.address, options_);
     queue_setup(n, now);
 }

@@ -64,14 +64,29 @@ bool lock_replies_due(const detail::connection& c) {
 
 }  // namespace
 
-// Lock requests may follow the set-up in one flight (handshake.hpp): on a
-// node of its own (a Sentinel's or a Cluster's first learns where to go),
-// once every set-up request is written. After a refused check, only
-// cleanups go: they undo what the requests before took.
+// Lock requests may follow the set-up in one flight (handshake.hpp), once
+// every set-up request is written: on a standalone node, on a Cluster
+// connection (its requests go where the routes say, and follow a MOVED or an
+// ASK as they do after the set-up: cluster.cpp), and on the master a
+// sentinel named, unless setup_first says otherwise (holds_setup) or a switch
+// is being followed. After a refused check, only cleanups go: they undo what
+// the requests before took.
 bool client_base::pipelines(std::uint8_t n) const noexcept {
     const detail::connection& c = conns_[n];
-    return c.state == node_state::handshake && c.address.seed_count == 0 &&
-           c.address.sentinel_count == 0 && c.setup.sent_all() && c.io.is_open();
+    return c.state == node_state::handshake && !c.setup_first && !c.where.asking() &&
+           c.moving.leaving == failover_leave::no && c.moving.trip == failover_trip::none &&
+           c.setup.sent_all() && c.io.is_open();
+}
+
+// Whether a new connection's set-up is done before its first lock request:
+// on a Sentinel node after a switch (failover.cpp checks the kept locks on
+// the new master once it is set up), and when its last connect met a replica
+// (while the sentinels still name a demoted master, its role is read first
+// rather than an acquire spent there each time).
+bool client_base::holds_setup(std::uint8_t n) const noexcept {
+    const detail::connection& c = conns_[n];
+    return c.address.sentinel_count > 0 &&
+           (c.moving.renew || c.report.error == node_error::replica);
 }
 
 bool client_base::undoing(std::uint8_t n) const noexcept {
@@ -89,8 +104,8 @@ bool client_base::setup_owes(std::uint8_t n) const noexcept {
     if (lock_replies_due(c)) {
         return true;
     }
-    if (!c.setup.refused()) {
-        return false;
+    if (!c.setup.refused() || !pipelines(n)) {
+        return false;  // (none may go here: they wait for the node's next connection)
     }
     for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
         if (serves(n, *l) && l->machine_.next_send(c.node) == lock::outgoing::cleanup) {
@@ -144,9 +159,6 @@ void client_base::setup_reply(std::uint8_t n, std::uint32_t request, const resp_
         // else once the lock replies (and the cleanups behind) are in.
     } else if (s == handshake_status::ready && c.state == node_state::handshake) {
         c.state = node_state::ready;
-        if (c.address.seed_count > 0 && n < node_count_) {
-            c.cluster.want_map();  // where the slots are
-        }
         c.report.error = node_error::none;
         c.report.code = 0;
         c.failures = 0;

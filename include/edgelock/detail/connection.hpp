@@ -109,7 +109,10 @@ struct failover {
 struct connection {
     node_address address;
     node_state state = node_state::down;
-    bool want_write = false;    // bytes wait for the socket to take them
+    bool want_write = false;  // bytes wait for the socket to take them
+    // Lock requests wait for this connection's set-up to be done, rather than
+    // follow it in its flight (decided at the connect: pipeline.cpp).
+    bool setup_first = false;
     std::uint8_t failures = 0;  // consecutive failed attempts, for the backoff
     unsigned attempt = 0;       // which address of the lookup to try
     timer_table<connection_timer, 3> timers;
