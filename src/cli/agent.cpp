@@ -319,6 +319,10 @@ int setup(client_lock& l) {
     }
     client_options co;
     co.connect_timeout = connect_allowance(opt.ttl);
+    // A sentinel has half of it to connect and answer (the library's 250 ms
+    // is less than one round trip of a satellite link); the other half is
+    // the master's connect and set-up, or the next sentinel's turn.
+    co.sentinel_timeout = duration::micros(co.connect_timeout.us / 2);
     if (opt.have_password) {
         co.password = str_view(opt.password.data(), opt.password.size());
     }
