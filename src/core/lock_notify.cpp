@@ -58,9 +58,7 @@ lock_errc lock::on_key_renewed(std::uint8_t node, instant now) noexcept {
 }
 
 bool lock::is_renewal_mark(str_view key) const noexcept {
-    char mark[lock_key_capacity];
-    return state_ != lock_state::unconfigured && key.size == name_.size + 4 &&
-           key == str_view(mark, detail::make_renewal_mark(mark, name_, marks_));
+    return state_ != lock_state::unconfigured && detail::is_mark(key, name_, marks_, false);
 }
 
 std::size_t lock::renewal_mark(char* out) const noexcept {
@@ -68,9 +66,7 @@ std::size_t lock::renewal_mark(char* out) const noexcept {
 }
 
 bool lock::is_release_mark(str_view key) const noexcept {
-    char mark[lock_key_capacity];
-    return state_ != lock_state::unconfigured && key.size == name_.size + 6 &&
-           key == str_view(mark, detail::make_release_mark(mark, name_, marks_));
+    return state_ != lock_state::unconfigured && detail::is_mark(key, name_, marks_, true);
 }
 
 bool lock::told() const noexcept {

@@ -39,6 +39,9 @@ bool mark_suffixes(str_view name, char* suffixes_out) noexcept;
 // Write a mark into out (name.size + 4 or + 6 bytes) and return its length.
 std::size_t make_renewal_mark(char* out, str_view name, const char* suffixes) noexcept;
 std::size_t make_release_mark(char* out, str_view name, const char* suffixes) noexcept;
+// Whether key is the renewal mark (release false) or the release mark,
+// compared where it lies.
+bool is_mark(str_view key, str_view name, const char* suffixes, bool release) noexcept;
 
 // SET key token NX PX ttl GET: the plain acquire in one command (Redis >= 7).
 resp_encoded encode_set_acquire(str_view key, str_view token, str_view ttl, char* out,

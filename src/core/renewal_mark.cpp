@@ -93,5 +93,24 @@ std::size_t make_release_mark(char* out, str_view name, const char* suffixes) no
     return n;
 }
 
+bool is_mark(str_view key, str_view name, const char* suffixes, bool release) noexcept {
+    const char tail[6] = {':', 'r', suffixes[0], suffixes[1], suffixes[2], suffixes[3]};
+    const std::size_t tail_size = release ? 6 : 4;
+    if (key.size != name.size + tail_size) {
+        return false;
+    }
+    for (std::size_t i = 0; i < name.size; ++i) {
+        if (key.data[i] != name.data[i]) {
+            return false;
+        }
+    }
+    for (std::size_t i = 0; i < tail_size; ++i) {
+        if (key.data[name.size + i] != tail[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
 }  // namespace detail
 }  // namespace edgelock

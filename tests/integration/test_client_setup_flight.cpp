@@ -28,7 +28,7 @@ using namespace edgelock;
 using namespace edgelock_test;
 
 // What the server says is held this long by the proxy.
-constexpr int hold_ms = 5000;
+constexpr int hold_ms = 3000;
 
 // The bytes the proxy has delivered to its clients.
 long long bytes_down(fault_proxy& proxy) {

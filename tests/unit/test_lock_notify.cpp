@@ -229,6 +229,11 @@ TEST_CASE("notify: a told node's requests go alone and its renews write the rene
         CHECK(std::string(out, size) == std::string(mark, size));
         mark[size - 1] = static_cast<char>(mark[size - 1] ^ 1);
         CHECK_FALSE(w.l.is_renewal_mark(edgelock::str_view(mark, size)));
+        mark[size - 1] = static_cast<char>(mark[size - 1] ^ 1);
+        mark[0] = 'J';  // another name's mark: "Jobs:r.."
+        CHECK_FALSE(w.l.is_renewal_mark(edgelock::str_view(mark, size)));
+        mark[0] = 'j';
+        CHECK(w.l.is_renewal_mark(edgelock::str_view(mark, size)));
     }
     SECTION("a release names the key, the renewal mark and the release mark") {
         REQUIRE(w.l.acquire(t0) == lock_errc::ok);
