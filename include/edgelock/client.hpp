@@ -404,6 +404,7 @@ private:
     // Locks (scheduler.cpp).
     void pump_events(client_lock& l, instant now) noexcept;
     void notify(client_lock& l, const lock_event& ev) noexcept;
+    void let_go(client_lock& l, instant now) noexcept;
     void begin(client_lock& l, instant now) noexcept;
     void connection_deadlines(std::uint8_t n, instant now) noexcept;
     bool node_settled(std::uint8_t n) const noexcept;

@@ -21,6 +21,12 @@ struct watchdog_options {
     bool enabled = true;
     // While held, renew this long after the last acquire or renew. Zero: ttl / 3.
     duration renew_every{};
+    // Held this long since it was acquired (a reentrant lock: since its first
+    // hold), the lock is let go: no more renewals, a release at once, and the
+    // owner told `lost` (reason held_too_long) before the release's own
+    // event, so that it stops the work the lock guards. Zero: no limit. A
+    // runaway job then blocks the others for max_hold at most, not forever.
+    duration max_hold{};
 };
 
 // Told of every event of a lock: acquired, busy, failed, renewed, released,
@@ -164,6 +170,7 @@ private:
     enum class timer : std::uint8_t {
         renew,     // the watchdog's next renew
         begin_by,  // a queued operation begins then even if a node is still connecting
+        max_hold,  // held since watchdog_options::max_hold: let go then
     };
 
     edgelock::lock machine_;
@@ -172,7 +179,7 @@ private:
     lock_callback callback_ = nullptr;
     void* callback_ctx_ = nullptr;
     watchdog_options watchdog_;
-    detail::timer_table<timer, 2> timers_;
+    detail::timer_table<timer, 3> timers_;
     lock_event last_event_;
     lock_errc lock_error_ = lock_errc::ok;
     op queued_ = op::none;         // started by the user, waiting for connections

@@ -180,6 +180,7 @@ enum class lock_failure : std::uint8_t {
     not_ours,        // renew: a quorum said the key is no longer ours
     validity_ended,  // held or renewing, and the validity deadline passed
     not_replicated,  // min_replicas: nodes took the key, too few replicas acknowledged it
+    held_too_long,   // lost: held for the watchdog's max_hold, and let go (client_lock)
 };
 
 const char* describe(lock_failure reason) noexcept;

@@ -49,6 +49,7 @@ instant client_base::next_deadline() const noexcept {
     for (const client_lock* l = locks_; l != nullptr; l = l->next_) {
         next = earliest(next, l->machine_.next_deadline());
         next = earliest(next, l->timers_.get(client_lock::timer::renew));
+        next = earliest(next, l->timers_.get(client_lock::timer::max_hold));
         if (l->queued_ != client_lock::op::none) {
             // Started from a callback, say: due now unless a node is connecting.
             next =

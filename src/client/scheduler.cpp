@@ -30,18 +30,27 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
             } else {
                 l.timers_.stop(client_lock::timer::renew);
             }
+            // From the first hold; a reentrant acquire does not move it.
+            if (ev.kind == lock_event_kind::acquired && l.watchdog_.max_hold.us > 0 &&
+                !l.timers_.armed(client_lock::timer::max_hold)) {
+                l.timers_.set(client_lock::timer::max_hold, now + l.watchdog_.max_hold);
+            }
             break;
         }
         case lock_event_kind::renew_failed:
             break;
         case lock_event_kind::released:
             l.timers_.stop(client_lock::timer::renew);
+            l.timers_.stop(client_lock::timer::max_hold);
             if (ev.nodes > 0) {
                 released_here(l, now);
             }
             break;
         default:
             l.timers_.stop(client_lock::timer::renew);
+            if (!l.machine_.held(now)) {
+                l.timers_.stop(client_lock::timer::max_hold);  // lost (or never held)
+            }
             break;
         }
         if (ev.kind == lock_event_kind::lost && l.queued_ != client_lock::op::none) {
@@ -109,6 +118,22 @@ bool client_base::node_wanted(std::uint8_t n) const noexcept {
         }
     }
     return false;
+}
+
+// watchdog_options::max_hold has passed: no more renewals, a release at
+// once, and the owner told first.
+void client_base::let_go(client_lock& l, instant now) noexcept {
+    l.timers_.stop(client_lock::timer::renew);
+    const lock_state s = l.machine_.state();
+    if ((s != lock_state::held && s != lock_state::renewing) ||
+        l.start(client_lock::op::release, now, 0, duration{}) != client_errc::ok) {
+        return;  // already let go: released, releasing or lost
+    }
+    lock_event ev;
+    ev.kind = lock_event_kind::lost;
+    ev.reason = lock_failure::held_too_long;
+    l.last_event_ = ev;
+    notify(l, ev);
 }
 
 void client_base::notify(client_lock& l, const lock_event& ev) noexcept {
@@ -257,6 +282,10 @@ void client_base::service(instant now) noexcept {
             if (l->machine_.next_deadline() <= now) {
                 l->machine_.on_timeout(now);
                 pump_events(*l, now);
+            }
+            if (l->timers_.expired(client_lock::timer::max_hold, now)) {
+                l->timers_.stop(client_lock::timer::max_hold);
+                let_go(*l, now);
             }
             if (l->timers_.expired(client_lock::timer::renew, now)) {
                 l->timers_.stop(client_lock::timer::renew);

@@ -111,6 +111,8 @@ const char* describe(lock_failure reason) noexcept {
         return "the validity ended before a renew";
     case lock_failure::not_replicated:
         return "too few replicas acknowledged the key (min_replicas)";
+    case lock_failure::held_too_long:
+        return "held for max_hold: let go";
     }
     return "unknown lock failure";
 }

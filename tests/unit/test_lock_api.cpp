@@ -852,7 +852,7 @@ TEST_CASE("describe() names every value", "[lock]") {
     for (int i = 0; i <= static_cast<int>(lock_event_kind::renew_failed); ++i) {
         CHECK(std::strlen(edgelock::describe(static_cast<lock_event_kind>(i))) > 1);
     }
-    for (int i = 0; i <= static_cast<int>(edgelock::lock_failure::validity_ended); ++i) {
+    for (int i = 0; i <= static_cast<int>(edgelock::lock_failure::held_too_long); ++i) {
         CHECK(std::strlen(edgelock::describe(static_cast<edgelock::lock_failure>(i))) > 1);
     }
 }
