@@ -24,7 +24,8 @@ const char* usage_text() {
            "  -N, --nodes URL[,URL...]   Redis nodes (default $EDGELOCK_NODES, else\n"
            "                             redis://127.0.0.1:6379); several nodes = Redlock\n"
            "  -t, --ttl DURATION         lock time to live (default 30s)\n"
-           "  -w, --wait DURATION        keep trying this long (default 0: one try)\n"
+           "  -w, --wait DURATION        keep trying this long (default 0: one try;\n"
+           "                             forever: until the holder releases or dies)\n"
            "  -n, --nonblock             one try, never wait\n"
            "  -E, --conflict-exit-code N exit status when not acquired (default 1)\n"
            "      --fencing              fencing tokens (EDGELOCK_FENCING_TOKEN for run)\n"
@@ -34,6 +35,9 @@ const char* usage_text() {
            "      --grace DURATION       SIGTERM to SIGKILL when the lock is lost, or sure\n"
            "                             to be: SIGTERM comes a grace before the validity\n"
            "                             ends while renewals fail (default 5s)\n"
+           "      --max-hold DURATION    run: stop the command (SIGTERM, SIGKILL after the\n"
+           "                             grace) once the lock has been held this long,\n"
+           "                             then release it; exit 75\n"
            "      --sentinel-password-file FILE\n"
            "                             the sentinels' own password (redis[s]-sentinel://)\n"
            "      --password-file FILE   password for AUTH (also $REDISCLI_AUTH); prefer it\n"
@@ -260,12 +264,15 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                 return false;
             }
         } else if (name == "-t" || name == "--ttl" || name == "-w" || name == "--wait" ||
-                   name == "--renew-every" || name == "--grace") {
+                   name == "--renew-every" || name == "--grace" || name == "--max-hold") {
             if (!value_of(arg, name.size(), v)) {
                 return false;
             }
             edgelock::duration d;
-            if (!parse_duration(v, d)) {
+            const bool forever = (name == "-w" || name == "--wait") && v == "forever";
+            if (forever) {
+                d = wait_forever;
+            } else if (!parse_duration(v, d)) {
                 error = "bad duration '" + v + "' for " + name + " (250ms, 10s, 2m, 1h)";
                 return false;
             }
@@ -277,12 +284,12 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                 o.ttl = d;
             } else if (name == "-w" || name == "--wait") {
                 o.wait = d;
-            } else if (name == "--renew-every") {
+            } else if (name == "--renew-every" || name == "--max-hold") {
                 if (d.us == 0) {
-                    error = "--renew-every must be above 0";
+                    error = name + " must be above 0";
                     return false;
                 }
-                o.renew_every = d;
+                (name == "--max-hold" ? o.max_hold : o.renew_every) = d;
             } else {
                 o.grace = d;
             }
@@ -392,6 +399,11 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
     }
     if (o.cmd != command::run && !o.child.empty()) {
         error = "only run takes a command after --";
+        return false;
+    }
+    if (o.cmd != command::run && o.max_hold.us != 0) {
+        // Said rather than ignored: nothing of this agent stays to enforce it.
+        error = "--max-hold is for run: acquire leaves the lock to its ttl and the next renew";
         return false;
     }
     if (o.nodes.empty()) {

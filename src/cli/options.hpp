@@ -22,17 +22,22 @@ enum exit_code : int {
 
 enum class command { none, run, acquire, renew, release, status, help, version };
 
+// --wait forever: a standby's wait, until the holder releases or dies (told
+// by the server). A hundred years: every deadline stays exact arithmetic.
+constexpr edgelock::duration wait_forever = edgelock::duration::seconds(100ULL * 365 * 24 * 3600);
+
 struct options {
     command cmd = command::none;
     std::vector<std::string> nodes;  // URLs
     edgelock::duration ttl = edgelock::duration::seconds(30);
-    edgelock::duration wait{};  // 0: one try
+    edgelock::duration wait{};  // 0: one try; wait_forever
     bool nonblock = false;
     int conflict_exit = exit_conflict;
     bool fencing = false;
     unsigned min_replicas = 0;         // WAIT for this many replicas after acquire and renew
     edgelock::duration renew_every{};  // 0: ttl / 3
     edgelock::duration grace = edgelock::duration::seconds(5);
+    edgelock::duration max_hold{};  // run: the job is stopped once held this long; 0: never
     std::string password;           // from --password-file or $REDISCLI_AUTH
     std::string sentinel_password;  // from --sentinel-password-file
     bool have_password = false;

@@ -100,6 +100,10 @@ int run_command(client_lock& l) {
     bool stopped_for_lock = false;  // SIGTERM went to the job for the lock's sake
     instant kill_at = instant::never();
     instant give_up_at = instant::never();
+    // --max-hold: the job is stopped then, as for a lost lock, but with the
+    // lock still held and renewed until the job is gone; then released.
+    const instant max_hold_at =
+        opt.max_hold.us != 0 ? port::now() + opt.max_hold : instant::never();
     for (;;) {
         // At risk (renewals failing): the job gets its SIGTERM a grace before
         // the validity ends, so that SIGKILL, if needed, lands while the lock
@@ -112,7 +116,9 @@ int run_command(client_lock& l) {
         const instant recheck =
             j.needs_polling() ? port::now() + duration::millis(100) : instant::never();
         bool signalled = false;
-        if (!turn(earliest(earliest(kill_at, term_at), recheck), true, signalled)) {
+        const instant hold_ends = stopped_for_lock ? instant::never() : max_hold_at;
+        if (!turn(earliest(earliest(earliest(kill_at, term_at), recheck), hold_ends), true,
+                  signalled)) {
             // Without a working wait the lock cannot be kept: end the job.
             say(0, "cannot wait for events: %s", std::strerror(errno));
             stopped_for_lock = true;
@@ -155,6 +161,17 @@ int run_command(client_lock& l) {
             say(1, "stopping the command (SIGTERM, SIGKILL in %llu ms)%s",
                 static_cast<unsigned long long>(grace.ms()),
                 watch.lost ? "" : ": the lock may be lost by then");
+            j.signal(SIGTERM);
+            j.signal(SIGCONT);
+            kill_at = earliest(kill_at, now + grace);
+        }
+        if (now >= max_hold_at && !stopped_for_lock) {
+            // The lock is still ours: SIGKILL lands within its validity.
+            stopped_for_lock = true;
+            const duration left = watch.validity > now ? watch.validity - now : duration{};
+            const duration grace = left < opt.grace ? left : opt.grace;
+            say(1, "'%s' held for --max-hold: stopping the command (SIGTERM, SIGKILL in %llu ms)",
+                opt.key.c_str(), static_cast<unsigned long long>(grace.ms()));
             j.signal(SIGTERM);
             j.signal(SIGCONT);
             kill_at = earliest(kill_at, now + grace);
