@@ -59,10 +59,13 @@ test-host: host-build
 
 # The unit and integration tests again, built with ASan + UBSan, and the
 # agent's tests tagged [asan] against an agent built so; any finding aborts
-# the test that hit it.
+# the test that hit it. At -O1, as ASan's authors advise: the same checks,
+# and the build takes half the time it takes at -O2 (Catch2's expanded test
+# bodies are where an instrumented -O2 spends it).
 test-sanitize:
 	@echo "== host: unit, integration and [asan] agent tests under ASan + UBSan"
 	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDGELOCK_SANITIZE=ON \
+	    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" \
 	    -DEDGELOCK_WERROR=ON -DEDGELOCK_CLI=ON -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_BENCH=OFF \
 	    -DEDGELOCK_INSTALL=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN) -j $(JOBS)
