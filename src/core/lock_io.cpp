@@ -274,7 +274,10 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
             }
         } else if (v == vote::refused) {
             // It said so: the key is another's, and no cleanup is owed here.
+            // A waiter now (the scripts of the fenced and reentrant modes
+            // too): its next try asks to be told (client notify.cpp).
             s.flags = static_cast<std::uint16_t>(s.flags | slot_said_busy);
+            contended_ = true;
             if (value >= 0) {
                 busy_ttl_ms_ = busy_ttl_ms_ < 0 || value < busy_ttl_ms_ ? value : busy_ttl_ms_;
             }
