@@ -10,6 +10,7 @@
 #include "agent.hpp"
 #include "job.hpp"
 #include "messages.hpp"
+#include "service_status.hpp"
 #include "session_cache.hpp"
 #ifdef EDGELOCK_CLI_TLS
 #include "edgelock/tls_mbedtls.hpp"
@@ -84,6 +85,9 @@ void on_lock_event(void*, client_lock& l, const lock_event& ev) {
         break;
     case lock_event_kind::renewed:
         watch.validity = ev.validity_deadline;
+        if (watch.at_risk) {
+            service_status_holding();
+        }
         watch.at_risk = false;
         say(2, "renewed (valid %llu ms)",
             static_cast<unsigned long long>((ev.validity_deadline - port::now()).ms()));
@@ -94,12 +98,18 @@ void on_lock_event(void*, client_lock& l, const lock_event& ev) {
             describe(ev.reason));
         if (!watch.at_risk) {
             report_nodes();  // why, once per spell at risk
+            service_status("holding %s: renewals failing (%s)", opt.key.c_str(),
+                           describe(ev.reason));
         }
         watch.at_risk = true;
         break;
     case lock_event_kind::lost:
         watch.lost = true;
         say(1, "lock '%s' lost (%s)", opt.key.c_str(), describe(ev.reason));
+        service_status("lost %s (%s)", opt.key.c_str(), describe(ev.reason));
+        break;
+    case lock_event_kind::busy:
+        service_status("not acquired: %s is held by another holder", opt.key.c_str());
         break;
     default:
         break;

@@ -71,6 +71,7 @@ public:
     void reap();
 
     bool leader_running() const { return leader_running_; }
+    pid_t leader() const { return leader_; }
     // The leader's exit status, or 128 + the signal that ended it.
     int leader_status() const { return leader_status_; }
     // Whether any process of the job is left: the group or an adopted child.

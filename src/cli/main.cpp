@@ -12,6 +12,7 @@
 
 #include "agent.hpp"
 #include "messages.hpp"
+#include "service_status.hpp"
 
 #ifndef EDGELOCK_VERSION_STRING
 #define EDGELOCK_VERSION_STRING "unknown"
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
         return exit_ok;
     }
     start_messages(opt.verbosity);
+    open_service_status();
     const int status = run_agent();
     finish_messages();
     return status;

@@ -7,12 +7,14 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
 #include "agent.hpp"
 #include "job.hpp"
 #include "messages.hpp"
+#include "service_status.hpp"
 
 namespace edgelock_cli {
 
@@ -50,19 +52,40 @@ bool asks_to_end(int signo) {
     return signo == SIGTERM || signo == SIGINT || signo == SIGHUP || signo == SIGQUIT;
 }
 
+// The unit's status line while the job runs under the lock (said again when
+// renewals recover): since when, and what. In UTC: the local time zone would
+// be a file to read (tzset), and nothing here waits on a file.
+void say_holding(const client_lock& l, pid_t leader) {
+    char since[24] = "?";
+    const std::time_t t = std::time(nullptr);
+    std::tm utc;
+    if (gmtime_r(&t, &utc) != nullptr) {
+        std::strftime(since, sizeof since, "%H:%M:%S UTC", &utc);
+    }
+    const std::string fence = opt.fencing ? ", fencing token " + std::to_string(l.fence()) : "";
+    service_status_holding_is("holding %s since %s%s, running %s (pid %d)", opt.key.c_str(), since,
+                              fence.c_str(), opt.child[0].c_str(), static_cast<int>(leader));
+}
+
 // Waits for the acquisition; a signal that would end the agent ends it.
 // Returns 0 when it ended (see ended_with()), else the exit status.
 int await_acquisition(client_lock& l) {
+    service_status("acquiring %s", opt.key.c_str());
     // With the retry policy the lock was attached with.
     if (l.start_acquire() != client_errc::ok) {
         return exit_software;
     }
     const instant bound = op_bound(opt.wait);
     int stop_signal = 0;
+    bool said_waiting = false;
     while (!l.outcome().done && port::now() < bound && stop_signal == 0) {
         bool signalled = false;
         if (!turn(bound, true, signalled)) {
             return exit_software;
+        }
+        if (!said_waiting && !l.outcome().done && l.machine().contended()) {
+            said_waiting = true;  // a try found it taken; the next is told
+            service_status("waiting for %s, held by another holder", opt.key.c_str());
         }
         for (int s = next_signal(); s != 0; s = next_signal()) {
             stop_signal = ends_by_default(s) ? s : stop_signal;
@@ -97,6 +120,7 @@ int run_command(client_lock& l) {
         l.release();
         return exit_software;
     }
+    say_holding(l, j.leader());
     bool stopped_for_lock = false;  // SIGTERM went to the job for the lock's sake
     instant kill_at = instant::never();
     instant give_up_at = instant::never();
@@ -161,6 +185,8 @@ int run_command(client_lock& l) {
             say(1, "stopping the command (SIGTERM, SIGKILL in %llu ms)%s",
                 static_cast<unsigned long long>(grace.ms()),
                 watch.lost ? "" : ": the lock may be lost by then");
+            service_status("stopping the command: %s %s", opt.key.c_str(),
+                           watch.lost ? "lost" : "may be lost before it ends");
             j.signal(SIGTERM);
             j.signal(SIGCONT);
             kill_at = earliest(kill_at, now + grace);
@@ -172,6 +198,7 @@ int run_command(client_lock& l) {
             const duration grace = left < opt.grace ? left : opt.grace;
             say(1, "'%s' held for --max-hold: stopping the command (SIGTERM, SIGKILL in %llu ms)",
                 opt.key.c_str(), static_cast<unsigned long long>(grace.ms()));
+            service_status("stopping the command: %s held for --max-hold", opt.key.c_str());
             j.signal(SIGTERM);
             j.signal(SIGCONT);
             kill_at = earliest(kill_at, now + grace);
@@ -195,6 +222,7 @@ int run_command(client_lock& l) {
         // Stopped for the lock's sake: whatever it exited with, the job did
         // not finish under the lock. Release what may still be held.
         l.release();  // not_held when it is already lost
+        service_status("the command was stopped; %s let go", opt.key.c_str());
         return exit_lost;
     }
     const op_result r = l.release();
@@ -208,8 +236,10 @@ int run_command(client_lock& l) {
             "'%s' was no longer held by a quorum of nodes when the command ended (evicted, "
             "deleted or expired): it may have run without the lock",
             opt.key.c_str());
+        service_status("%s was not held when the command ended", opt.key.c_str());
         return exit_lost;
     }
+    service_status("released %s; the command exited %d", opt.key.c_str(), j.leader_status());
     return j.leader_status();
 }
 
