@@ -396,11 +396,7 @@ void print_renewals(const std::vector<renewal_window>& w) {
 int main(int argc, char** argv) {
     const std::int64_t started = edgelock_bench::mono_ns();
     bench b;
-    if (argc == 3 && std::string(argv[1]) == "--agent") {
-        b.agent = argv[2];  // another build of the agent
-    } else if (argc != 1) {
-        fail(program, "usage: bench_slow_link [--agent PATH]");
-    }
+    b.agent = agent_from_args(argc, argv, program, EDGELOCK_BENCH_AGENT);
     try {
         b.certs = std::make_unique<edgelock_test::tls_certs>();
         b.dir = std::make_unique<edgelock_test::temp_dir>("edgelock-slow-link");

@@ -238,11 +238,7 @@ sample run_once(deployment& d, kind k) {
 int main(int argc, char** argv) {
     const std::int64_t started = edgelock_bench::mono_ns();
     deployment d;
-    if (argc == 3 && std::string(argv[1]) == "--agent") {
-        d.agent = argv[2];  // another build of the agent
-    } else if (argc != 1) {
-        fail(program, "usage: bench_slow_topology [--agent PATH]");
-    }
+    d.agent = agent_from_args(argc, argv, program, EDGELOCK_BENCH_AGENT);
     try {
         make_sentinel(d);
         make_cluster(d);

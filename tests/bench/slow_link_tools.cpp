@@ -273,6 +273,16 @@ std::size_t resp_request_size(const std::vector<std::string>& args) {
     return n;
 }
 
+std::string agent_from_args(int argc, char** argv, const char* program, const char* built) {
+    if (argc == 3 && std::string(argv[1]) == "--agent") {
+        return argv[2];
+    }
+    if (argc != 1) {
+        edgelock_bench::fail(program, std::string("usage: ") + program + " [--agent PATH]");
+    }
+    return built;
+}
+
 double median(std::vector<double> v) {
     if (v.empty()) {
         return 0;

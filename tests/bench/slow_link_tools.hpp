@@ -100,6 +100,10 @@ struct byte_account {
 std::vector<byte_account> account_bytes(std::uint16_t port,
                                         const std::vector<std::vector<std::string>>& commands);
 
+// The agent a benchmark runs: `built` (the one built with it), or another
+// build named by `--agent PATH`; any other argument fails the program.
+std::string agent_from_args(int argc, char** argv, const char* program, const char* built);
+
 // Median of samples (the lower middle of an even count); 0 when empty.
 double median(std::vector<double> v);
 

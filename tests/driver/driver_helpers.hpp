@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "edgelock/client.hpp"
+#include "edgelock/lock_scripts.hpp"
 #include "sim/net.hpp"
 #include "tools/describe.hpp"
 #include "tools/hex.hpp"
@@ -83,6 +84,27 @@ inline edgelock::lock_options fast_lock_options(
     o.retry_min = edgelock::duration::millis(5);
     o.retry_max = edgelock::duration::millis(20);
     return o;
+}
+
+// Every node of a net a fixed round trip away (fixed_rtt_us), and the round
+// trips from `from` to now, to a tenth: what a path costs, counted exactly.
+constexpr std::uint64_t fixed_rtt_us = 10000;
+
+inline void fixed_round_trip(sim::net& n) {
+    for (int i = 0; i < n.node_count(); ++i) {
+        n.faults(i).latency_min_us = fixed_rtt_us;
+        n.faults(i).latency_max_us = fixed_rtt_us;
+    }
+}
+
+inline double round_trips(sim::net& n, edgelock::instant from) {
+    return static_cast<double>((n.now().us - from.us) / (fixed_rtt_us / 10)) / 10.0;
+}
+
+// Whether a command a node ran is the renew script, by digest or by text.
+inline bool is_renew(const std::vector<std::string>& argv) {
+    return argv.size() >= 2 && (argv[1] == sim::to_std(edgelock::script_renew.sha1) ||
+                                argv[1] == sim::to_std(edgelock::script_renew.text));
 }
 
 // The value of a lock's key on a node ("" when absent), as a holder sees it.

@@ -20,14 +20,10 @@ using edgelock::instant;
 using edgelock::lock_event_kind;
 using edgelock::lock_failure;
 using edgelock_test::event_log;
+using edgelock_test::is_renew;
 using edgelock_test::node_urls;
 
 namespace {
-
-bool is_renew(const std::vector<std::string>& argv) {
-    return argv.size() >= 2 && (argv[1] == sim::to_std(edgelock::script_renew.sha1) ||
-                                argv[1] == sim::to_std(edgelock::script_renew.text));
-}
 
 const event_log::entry* first_of(const event_log& log, lock_event_kind kind) {
     for (const event_log::entry& e : log.events) {

@@ -19,25 +19,9 @@ using edgelock::duration;
 using edgelock::instant;
 using edgelock::lock_event_kind;
 using edgelock::node_error;
+using edgelock_test::fixed_round_trip;
 using edgelock_test::node_urls;
-
-namespace {
-
-constexpr std::uint64_t rtt_us = 10000;
-
-void fixed_round_trip(sim::net& n) {
-    for (int i = 0; i < n.node_count(); ++i) {
-        n.faults(i).latency_min_us = rtt_us;
-        n.faults(i).latency_max_us = rtt_us;
-    }
-}
-
-// Round trips from `from` to now, to a tenth.
-double round_trips(sim::net& n, instant from) {
-    return static_cast<double>((n.now().us - from.us) / (rtt_us / 10)) / 10.0;
-}
-
-}  // namespace
+using edgelock_test::round_trips;
 
 TEST_CASE("an acquire on a new connection goes with its set-up: the connect and one round trip",
           "[client][sim][handshake]") {

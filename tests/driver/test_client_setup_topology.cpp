@@ -22,34 +22,12 @@ using edgelock::duration;
 using edgelock::instant;
 using edgelock::lock_event_kind;
 using edgelock::node_error;
+using edgelock_test::fixed_round_trip;
+using edgelock_test::round_trips;
 using edgelock_test::url_list;
 using edgelock_test::value_at;
 
 namespace {
-
-constexpr std::uint64_t rtt_us = 10000;
-
-void fixed_round_trip(sim::net& n) {
-    for (int i = 0; i < n.node_count(); ++i) {
-        n.faults(i).latency_min_us = rtt_us;
-        n.faults(i).latency_max_us = rtt_us;
-    }
-}
-
-// Round trips from `from` to now, to a tenth.
-double round_trips(sim::net& n, instant from) {
-    return static_cast<double>((n.now().us - from.us) / (rtt_us / 10)) / 10.0;
-}
-
-// A lock name whose slot master `owner` of `k` serves.
-std::string name_on(const sim::slot_cluster& k, int owner) {
-    for (int i = 0;; ++i) {
-        const std::string name = "job-" + std::to_string(i);
-        if (k.owner(sim::slot_cluster::slot_of(name)) == owner) {
-            return name;
-        }
-    }
-}
 
 // Connects to `node` since `from`.
 int connects_to(sim::net& n, int node, instant from) {
@@ -141,7 +119,7 @@ TEST_CASE(
     sim::net n(613);
     sim::slot_cluster k(n, 3);
     fixed_round_trip(n);
-    const std::string name = name_on(k, on_seed ? 0 : 2);
+    const std::string name = k.name_on(on_seed ? 0 : 2);
     const url_list urls({k.url({0})});
     edgelock::client<1, 2> c;
     REQUIRE(c.configure(urls.data(), urls.size(), {}) == client_errc::ok);

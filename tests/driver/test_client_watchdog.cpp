@@ -21,14 +21,10 @@ using edgelock::lock_event_kind;
 using edgelock::lock_failure;
 using edgelock::lock_state;
 using edgelock_test::event_log;
+using edgelock_test::is_renew;
 using edgelock_test::node_urls;
 
 namespace {
-
-bool is_renew(const std::vector<std::string>& argv) {
-    return argv.size() >= 2 && (argv[1] == sim::to_std(edgelock::script_renew.sha1) ||
-                                argv[1] == sim::to_std(edgelock::script_renew.text));
-}
 
 struct fixture {
     sim::net n{401};

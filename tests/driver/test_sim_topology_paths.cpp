@@ -185,25 +185,11 @@ TEST_CASE("a failover is followed after READONLY once the sentinels know",
     CHECK(g.asked >= 2);
 }
 
-namespace {
-
-// A lock name whose slot master `owner` of `k` serves.
-std::string name_on(const sim::slot_cluster& k, int owner) {
-    for (int i = 0;; ++i) {
-        const std::string name = "job-" + std::to_string(i);
-        if (k.owner(sim::slot_cluster::slot_of(name)) == owner) {
-            return name;
-        }
-    }
-}
-
-}  // namespace
-
 TEST_CASE("MOVED re-routes a Cluster lock to the master that serves its slot",
           "[client][sim][cluster]") {
     sim::net n(3105);
     sim::slot_cluster k(n, 3);
-    const std::string name = name_on(k, 2);
+    const std::string name = k.name_on(2);
     const int slot = sim::slot_cluster::slot_of(name);
     const url_list urls({k.url({0})});
     client_type c;
@@ -236,7 +222,7 @@ TEST_CASE("MOVED re-routes a Cluster lock to the master that serves its slot",
 TEST_CASE("ASK sends a request where the migrating slot's key now is", "[client][sim][cluster]") {
     sim::net n(3106);
     sim::slot_cluster k(n, 2);
-    const std::string name = name_on(k, 0);
+    const std::string name = k.name_on(0);
     const int slot = sim::slot_cluster::slot_of(name);
     const url_list urls({k.url({0})});
     client_type a;

@@ -82,6 +82,15 @@ public:
     // The master (index into masters) that serves `slot`, as the source of a
     // migration sees it.
     int owner(int slot) const { return source_.count(slot) ? source_.at(slot) : agreed(slot); }
+    // A lock name ("job-N") whose slot master `master` serves.
+    std::string name_on(int master) const {
+        for (int i = 0;; ++i) {
+            const std::string name = "job-" + std::to_string(i);
+            if (owner(slot_of(name)) == master) {
+                return name;
+            }
+        }
+    }
 
     // Step 1: the target imports the slot, the owner migrates it.
     void begin(int slot, int to) {
