@@ -51,6 +51,10 @@ std::string text(str_view v) {
     return v.empty() ? std::string() : std::string(v.data, v.size);
 }
 
+std::string node_shown(std::size_t i) {
+    return without_credentials(opt.nodes[i]);
+}
+
 // --- the loop -------------------------------------------------------------------------------
 
 bool turn(instant until, bool watch_signals, bool& signalled) {
@@ -139,7 +143,7 @@ void report_nodes() {
         } else if (n.code != 0 && n.error == node_error::io_error) {
             why += std::string(": ") + std::strerror(n.code);
         }
-        say(1, "node %s: %s", opt.nodes[i].c_str(), why.c_str());
+        say(1, "node %s: %s", node_shown(i).c_str(), why.c_str());
     }
 }
 
@@ -158,10 +162,10 @@ void warn_nodes(bool acquired) {
             say(1,
                 "warning: node %s: maxmemory-policy %s with maxmemory set: Redis may evict the "
                 "lock's key under memory pressure (use noeviction)",
-                opt.nodes[i].c_str(), text(n.maxmemory_policy).c_str());
+                node_shown(i).c_str(), text(n.maxmemory_policy).c_str());
         } else if (acquired && n.error == node_error::replica) {
             warned[i] = true;
-            say(1, "warning: node %s: %s (%s): it cannot hold the lock", opt.nodes[i].c_str(),
+            say(1, "warning: node %s: %s (%s): it cannot hold the lock", node_shown(i).c_str(),
                 describe(n.error), text(n.message).c_str());
         }
     }
@@ -343,11 +347,11 @@ int setup(client_lock& l) {
     }
     const client_errc ce = driver.configure(urls.data(), urls.size(), co);
     if (ce == client_errc::tls_not_built_in) {
-        say(0, "node URL '%s': %s", opt.nodes[driver.bad_url_index()].c_str(), describe(ce));
+        say(0, "node URL '%s': %s", node_shown(driver.bad_url_index()).c_str(), describe(ce));
         return exit_usage;
     }
     if (ce == client_errc::bad_url) {
-        say(0, "bad node URL '%s': %s", opt.nodes[driver.bad_url_index()].c_str(),
+        say(0, "bad node URL '%s': %s", node_shown(driver.bad_url_index()).c_str(),
             describe(driver.bad_url_error()));
         return exit_usage;
     }

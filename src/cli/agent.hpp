@@ -28,6 +28,9 @@ struct lock_watch {
 extern lock_watch watch;
 
 std::string text(edgelock::str_view v);
+// Node i's URL as messages and status show it: without a user and password
+// (stderr goes to logs that others read).
+std::string node_shown(std::size_t i);
 
 // One turn: waits for the client's fds (and the signal pipe when watched)
 // until `until`, then lets the client handle what happened. Returns false

@@ -145,7 +145,7 @@ int status_command(client_lock& l) {
             driver.command(i, get, 2, bound, take_reply, &value);
             driver.command(i, getf, 2, bound, take_reply, &fence);
         }
-        std::string line = "  " + opt.nodes[i] + ": ";
+        std::string line = "  " + node_shown(i) + ": ";
         if (!ttl.answered) {
             const node_info n = driver.node(i);
             line += std::string("unreachable (") + describe(n.error) + ")";

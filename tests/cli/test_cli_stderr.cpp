@@ -1,7 +1,8 @@
 // The agent's stderr cannot hold up its loop: the job shares it, and a job
 // that fills a pipe whose reader stopped reading must not stop the renewals.
 // What does not fit while stderr is stuck is dropped and counted, and the
-// count is said once the pipe drains. Against a real redis-server.
+// count is said once the pipe drains. Node URLs in messages and status go
+// without their user and password. Against a real redis-server.
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -13,17 +14,23 @@
 #include "integration/redis_server.hpp"
 #include "tools/clock.hpp"
 #include "tools/files.hpp"
+#include "tools/net.hpp"
 #include "tools/url.hpp"
 
+using edgelock_test::agent;
 using edgelock_test::agent_run;
+using edgelock_test::contains;
 using edgelock_test::file_exists;
+using edgelock_test::free_port;
 using edgelock_test::lock_pttl;
 using edgelock_test::mono_s;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
 using edgelock_test::redis_url;
 using edgelock_test::run_result;
+using edgelock_test::show;
 using edgelock_test::sleep_ms;
+using edgelock_test::strings;
 using edgelock_test::temp_dir;
 
 namespace {
@@ -171,4 +178,38 @@ TEST_CASE("cli: an agent started with its stderr closed says nothing down a Redi
     CHECK(expected <= 2);  // the renew's and the release's first use
     CHECK(stat_of(admin, "total_error_replies") == expected);
     CHECK(stat_of(admin, "total_connections_received") == connections + 1);
+}
+
+TEST_CASE("cli stderr: node URLs are shown without their user and password", "[cli]") {
+    redis_server srv({"--requirepass", "s3cr3t-pw"});
+    const std::uint16_t dead = free_port();
+    // The password is right on the live node; the other one is down, and
+    // its reason names it.
+    const std::string nodes =
+        redis_url(srv.port(), ":s3cr3t-pw") + "," + redis_url(dead, "gw:s3cr3t-pw");
+    const std::string down = "redis://127.0.0.1:" + std::to_string(dead);
+    {
+        const strings args{"run", "-N", nodes, "cli-shown", "--", "true"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == 69);
+        CHECK(contains(r.err, "node " + down + ":"));
+        CHECK_FALSE(contains(r.err, "s3cr3t"));
+    }
+    {
+        const strings args{"status", "-N", nodes, "cli-shown"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(contains(r.out, "  redis://127.0.0.1:" + std::to_string(srv.port()) + ": free"));
+        CHECK(contains(r.out, "  " + down + ": unreachable"));
+        CHECK_FALSE(contains(r.out + r.err, "s3cr3t"));
+    }
+    {
+        const strings args{"run", "-N", "redis://gw:s3cr3t-pw@127.0.0.1:99999", "k", "--", "true"};
+        const run_result r = agent(args);
+        INFO(show(args, r));
+        CHECK(r.status == 64);
+        CHECK(contains(r.err, "redis://127.0.0.1:99999"));
+        CHECK_FALSE(contains(r.err, "s3cr3t"));
+    }
 }
