@@ -48,8 +48,9 @@ static_assert(EDGELOCK_CLIENT_TRACKED_NAMES >= 1 && EDGELOCK_CLIENT_TRACKED_NAME
               "EDGELOCK_CLIENT_TRACKED_NAMES must be in [1, 255]");
 static_assert(EDGELOCK_CLIENT_SUB_BUFFER >= EDGELOCK_LOCK_MAX_NAME + 128,
               "EDGELOCK_CLIENT_SUB_BUFFER must hold a message naming the longest lock key");
-static_assert(EDGELOCK_CLIENT_TX_BUFFER >=
-                  1024 + 3 * (EDGELOCK_LOCK_MAX_NAME + 16) + EDGELOCK_LOCK_MAX_OWNER + 32 + 64,
+static_assert(EDGELOCK_CLIENT_TX_BUFFER >= 1024 + 3 * (EDGELOCK_LOCK_MAX_NAME + 16) +
+                                               EDGELOCK_LOCK_MAX_OWNER + 32 +
+                                               EDGELOCK_LOCK_MAX_HOLDER + 16 + 64,
               "EDGELOCK_CLIENT_TX_BUFFER must hold the longest request (lock_max_request)");
 static_assert(EDGELOCK_CLIENT_RX_BUFFER >= 256, "EDGELOCK_CLIENT_RX_BUFFER must be >= 256");
 static_assert(EDGELOCK_CLIENT_PIPELINE >= 16 && EDGELOCK_CLIENT_PIPELINE <= 65535,

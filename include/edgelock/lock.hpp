@@ -38,7 +38,10 @@
 // the key's ttl; a release deletes it and writes and deletes the release
 // mark, the renewal mark and two more bytes. Waiters track the renewal mark
 // as a prefix: a release is heard, a renew is told apart, a take (which
-// writes only the key) is not heard at all.
+// writes only the key) is not heard at all. A lock with a holder record
+// (lock_options::holder) keeps it in the renewal mark, written by the
+// acquire that takes the key (which waiters hear as a renew), kept by
+// renews (an existing mark only gets the ttl), deleted by the release.
 //
 // Modes (lock_options::mode):
 //   plain     - SET NX PX with a fresh 128-bit token; compare-and-pexpire
@@ -168,6 +171,13 @@ public:
     // other moves that poll to the holder's longest ttl from now. Any other
     // state, or a try already due, ignores it.
     lock_errc on_key_renewed(std::uint8_t node, instant now) noexcept;
+    // The driver has just asked `node` to tell of the key's changes, after a
+    // try found it taken (the next try's request would have carried that
+    // ask, but a script acquire leaves none in its round): the node counts
+    // as telling (lock_node_caps::told), and a waiter between its tries
+    // polls only as a told one does, just after the holder's ttl. Any other
+    // state ignores it.
+    lock_errc on_told(std::uint8_t node, instant now) noexcept;
     // Whether `key` is this lock's renewal mark, or its release mark.
     bool is_renewal_mark(str_view key) const noexcept;
     bool is_release_mark(str_view key) const noexcept;

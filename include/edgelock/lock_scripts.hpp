@@ -11,6 +11,10 @@
 // lock's Redis Cluster slot, which a script touching both keys requires. The
 // renewal mark and the release mark (renewal_mark.cpp) share that slot too;
 // each is optional (KEYS[2], KEYS[3]): a script sent without them writes none.
+// A renewal mark that exists only gets the ttl, and keeps what it holds: the
+// holder record (lock_options::holder), which an acquire script given one
+// (the mark as its last key, the text as ARGV[3]) writes there when it takes
+// the key, as owner "\n" the server's TIME in seconds "\n" text, with the ttl.
 //
 // Replies, chosen so one parser serves every mode:
 //   acquire scripts    -> {1, value} acquired (value: 0, the hold count, or the
@@ -31,8 +35,8 @@ struct lock_script {
 };
 
 // SET NX PX; a key already holding our token counts as ours (and is re-armed).
-// KEYS[1] lock, [KEYS[2] renewal mark, written on success, for a renew that
-// resurrects], ARGV[1] token, ARGV[2] ttl in ms.
+// KEYS[1] lock, [KEYS[2] renewal mark, written on success: the record, or for
+// a renew that resurrects], ARGV[1] token, ARGV[2] ttl in ms, [ARGV[3] record].
 extern const lock_script script_acquire;
 // Compare-and-delete; with the marks, deletes the renewal mark and writes
 // and deletes the release mark (nothing is left, waiters are told).
@@ -41,7 +45,8 @@ extern const lock_script script_release;
 // Compare-and-pexpire; never creates the key; writes the renewal mark with
 // the same ttl. KEYS[1] lock, [KEYS[2] renewal mark], ARGV[1] token, ARGV[2] ttl ms.
 extern const lock_script script_renew;
-// Redisson's hash layout: lock -> {owner: holds}. KEYS[1] lock, ARGV[1] owner, ARGV[2] ttl ms.
+// Redisson's hash layout: lock -> {owner: holds}. KEYS[1] lock, [KEYS[2]
+// renewal mark], ARGV[1] owner, ARGV[2] ttl ms, [ARGV[3] record].
 extern const lock_script script_reentrant_acquire;
 // Drops one hold: with holds left, re-arms the ttl (and the renewal mark);
 // at zero, deletes the key, as the release does with its marks.
@@ -50,7 +55,8 @@ extern const lock_script script_reentrant_release;
 // KEYS[1] lock, [KEYS[2] renewal mark], ARGV[1] owner, ARGV[2] ttl ms.
 extern const lock_script script_reentrant_renew;
 // Single node fenced acquire: SET NX PX and INCR of the counter in one step.
-// KEYS[1] lock, KEYS[2] counter, ARGV[1] token, ARGV[2] ttl ms.
+// KEYS[1] lock, KEYS[2] counter, [KEYS[3] renewal mark], ARGV[1] token,
+// ARGV[2] ttl ms, [ARGV[3] record].
 extern const lock_script script_fenced_acquire;
 // Redlock fenced round 1: SET NX PX and read the counter (no INCR: a per-node
 // INCR is not monotonic across different majorities). Same keys and args.

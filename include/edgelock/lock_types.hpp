@@ -35,12 +35,19 @@
 #define EDGELOCK_LOCK_MAX_TTL_MS 86400000UL
 #endif
 
+// Longest holder record text (lock_options::holder).
+#ifndef EDGELOCK_LOCK_MAX_HOLDER
+#define EDGELOCK_LOCK_MAX_HOLDER 160
+#endif
+
 static_assert(EDGELOCK_LOCK_MAX_NODES >= 9 && EDGELOCK_LOCK_MAX_NODES <= 63,
               "EDGELOCK_LOCK_MAX_NODES must be in [9, 63]");
 static_assert(EDGELOCK_LOCK_MAX_NAME >= 1 && EDGELOCK_LOCK_MAX_NAME <= 4096,
               "EDGELOCK_LOCK_MAX_NAME must be in [1, 4096]");
 static_assert(EDGELOCK_LOCK_MAX_OWNER >= 1 && EDGELOCK_LOCK_MAX_OWNER <= 1024,
               "EDGELOCK_LOCK_MAX_OWNER must be in [1, 1024]");
+static_assert(EDGELOCK_LOCK_MAX_HOLDER >= 1 && EDGELOCK_LOCK_MAX_HOLDER <= 1024,
+              "EDGELOCK_LOCK_MAX_HOLDER must be in [1, 1024]");
 static_assert(EDGELOCK_LOCK_MAX_TTL_MS >= 1000 && EDGELOCK_LOCK_MAX_TTL_MS <= 2147483647UL,
               "EDGELOCK_LOCK_MAX_TTL_MS must be in [1000, 2^31)");
 
@@ -49,6 +56,7 @@ namespace edgelock {
 constexpr std::uint8_t lock_max_nodes = EDGELOCK_LOCK_MAX_NODES;
 constexpr std::size_t lock_max_name = EDGELOCK_LOCK_MAX_NAME;
 constexpr std::size_t lock_max_owner = EDGELOCK_LOCK_MAX_OWNER;
+constexpr std::size_t lock_max_holder = EDGELOCK_LOCK_MAX_HOLDER;
 constexpr std::uint64_t lock_max_ttl_ms = EDGELOCK_LOCK_MAX_TTL_MS;
 constexpr std::uint32_t lock_max_drift_ppm = 500000;  // half the ttl
 
@@ -67,10 +75,16 @@ constexpr std::size_t lock_key_capacity = lock_max_name + 8;
 std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t capacity) noexcept;
 
 // A buffer of this many bytes holds any request the machine emits (the longest
-// is an EVAL carrying script text, up to three keys and three arguments, and the PTTL
-// that may go ahead of an acquire, or the WAIT that may follow an acquire or
-// a renew: lock_options::min_replicas).
-constexpr std::size_t lock_max_request = 1024 + 3 * (lock_max_name + 16) + lock_max_owner + 32 + 64;
+// is an EVAL carrying script text, up to three keys and three arguments (the
+// third a holder record), and the PTTL that may go ahead of an acquire, or the
+// WAIT that may follow an acquire or a renew: lock_options::min_replicas).
+constexpr std::size_t lock_max_request =
+    1024 + 3 * (lock_max_name + 16) + lock_max_owner + 32 + lock_max_holder + 16 + 64;
+// And any renew: the renew scripts (or, with renew_resurrects, the acquire
+// script) as EVAL, with two keys and two arguments, and its WAIT. A driver
+// that must follow a request with a renew keeps this much room for it.
+constexpr std::size_t lock_max_renew_request =
+    640 + 2 * (lock_max_name + 16) + lock_max_owner + 32 + 64;
 
 // Local misuse: the caller's fault, reported by the call, never as an event.
 enum class lock_errc : std::uint8_t {
@@ -83,6 +97,7 @@ enum class lock_errc : std::uint8_t {
     name_unslotted,    // a key of the lock could not share the name's slot (fenced: a '}'
                        // outside a hash tag; any mode: no renewal mark, 1 name in 10^8)
     owner_too_long,    // longer than lock_max_owner
+    holder_too_long,   // lock_options::holder longer than lock_max_holder
     bad_ttl,           // under 1 ms, above lock_max_ttl_ms, or eaten by drift
     bad_node_timeout,  // zero, or not shorter than the ttl
     bad_drift,         // drift_ppm above lock_max_drift_ppm
@@ -113,6 +128,9 @@ struct lock_options {
     duration drift_fixed = duration::millis(2);
     // 0 picks nodes / 2 + 1; a larger value is allowed, a smaller one is not.
     std::uint8_t quorum = 0;
+    // Plain mode only: a renew that finds the key gone sets it again (redsync's
+    // SetNXOnExtend). Off: a lock that expired stays lost.
+    bool renew_resurrects = false;
     // Acquire rounds before giving up (1 = try once), all begun within `wait`
     // of the acquire() call (the last one may end up to its node_timeout
     // later), separated by a random delay in [retry_min, retry_max].
@@ -121,9 +139,6 @@ struct lock_options {
     duration wait = duration::seconds(10);
     duration retry_min = duration::millis(50);
     duration retry_max = duration::millis(200);
-    // Plain mode only: a renew that finds the key gone sets it again (redsync's
-    // SetNXOnExtend). Off: a lock that expired stays lost.
-    bool renew_resurrects = false;
     // Reentrant mode: the identity that nests (agent id + task id). Empty: the
     // token of the acquisition, so this lock object nests with nobody. The
     // bytes are not copied; keep them alive as long as the lock.
@@ -140,7 +155,27 @@ struct lock_options {
     // whole request.
     std::uint8_t min_replicas = 0;
     duration replica_timeout = duration::millis(25);
+    // Who holds it, for people and tools that look (a host, a pid, a label:
+    // any text up to lock_max_holder bytes; empty: nothing recorded). Every
+    // acquire then goes as a script that, when it takes the key, writes the
+    // holder record into the renewal mark in the same request, with the key's
+    // ttl: the owner (the token, or the reentrant owner), the server's TIME
+    // in seconds and this text (read it with read_holder_record). Renewals
+    // keep it, releases delete it; the lock's key is unchanged, so other
+    // clients still exclude edgelock on it. The bytes are not copied.
+    str_view holder;
 };
+
+// A holder record as stored (see lock_options::holder): "owner\nsince\ntext".
+struct holder_record {
+    str_view owner;             // the token in hex, or the reentrant owner
+    std::uint64_t since_s = 0;  // the server's clock when it was taken, in Unix seconds
+    str_view text;              // lock_options::holder
+};
+// Reads the value of a renewal mark; false when it holds no record (a mark
+// written by a renew of a lock without one is empty) or is not one. The
+// views point into value.
+bool read_holder_record(str_view value, holder_record& out) noexcept;
 
 enum class lock_state : std::uint8_t {
     unconfigured,

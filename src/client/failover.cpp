@@ -267,7 +267,7 @@ bool client_base::failover_side::clean(client_base& self, std::uint8_t n, instan
                 continue;  // no renew can follow the delete now: the key stays
             }
         }
-        if (!write_delete(self, n, *l, held ? lock_max_request : 0, now)) {
+        if (!write_delete(self, n, *l, held ? lock_max_renew_request : 0, now)) {
             continue;  // left to its ttl there
         }
         any = true;

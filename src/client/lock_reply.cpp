@@ -73,6 +73,17 @@ void client_base::lock_reply(std::uint8_t n, const detail::in_flight& f, const r
         return;
     }
     f.lock->machine_.on_reply(c.node, f.tag, nodes, count, now);
+    // A try that found the key taken, with nothing more to send here this
+    // round (a script acquire is one request a round: fenced, reentrant, or
+    // with a holder record): the waiter's CLIENT TRACKING goes now, alone,
+    // so that a release before its next try is heard. Before the events:
+    // the callback may detach the lock.
+    if (c.io.generation() == generation && c.state == node_state::ready &&
+        f.lock->machine_.next_send(c.node) == lock::outgoing::none &&
+        c.fifo.size() < c.fifo.capacity &&
+        tracking_for(n, *f.lock, true) == waiter_tracking::asks && ask_tracking(n, *f.lock, now)) {
+        f.lock->machine_.on_told(c.node, now);
+    }
     pump_events(*f.lock, now);
     if (c.address.sentinel_count > 0 && c.io.generation() == generation &&
         c.report.error == node_error::server_error && c.report.message_size >= 8 &&

@@ -205,9 +205,12 @@ client_base::waiter_tracking client_base::tracking_for(std::uint8_t n, const cli
         break;
     }
     // Asked for by a waiter's try only (an acquire that has not found the
-    // key taken, a renew or a release costs nothing more), while there is
-    // room for one more name.
-    const bool waiter = l.machine_.state() == lock_state::acquiring && l.machine_.contended();
+    // key taken, a renew or a release costs nothing more), or by a waiter
+    // between its tries (lock_reply.cpp), while there is room for one more
+    // name.
+    const lock_state st = l.machine_.state();
+    const bool waiter =
+        (st == lock_state::acquiring || st == lock_state::retry_wait) && l.machine_.contended();
     return waiter && !c.names.full() ? waiter_tracking::asks : waiter_tracking::polls;
 }
 

@@ -60,6 +60,9 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
     if (options.owner.size > lock_max_owner) {
         return lock_errc::owner_too_long;
     }
+    if (options.holder.size > lock_max_holder) {
+        return lock_errc::holder_too_long;
+    }
     if (options.drift_ppm > lock_max_drift_ppm) {
         return lock_errc::bad_drift;
     }

@@ -23,6 +23,8 @@ const char* describe(lock_errc code) noexcept {
         return "fenced lock name has a '}' outside a hash tag: its counter cannot share its slot";
     case lock_errc::owner_too_long:
         return "owner longer than lock_max_owner";
+    case lock_errc::holder_too_long:
+        return "holder record longer than lock_max_holder";
     case lock_errc::bad_ttl:
         return "ttl must be in [1 ms, lock_max_ttl_ms] and exceed the drift";
     case lock_errc::bad_node_timeout:

@@ -232,10 +232,12 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
     } else if (via_set && answer_set_acquire(s, r)) {
         return lock_errc::ok;
     }
-    if ((kind == req::renew || kind == req::release) && r.shape == detail::reply_shape::tryagain &&
-        (s.flags & slot_unmarked) == 0) {
-        // A Cluster slot migrating with the key and its marks on different
-        // sides: once more with the key alone, same round.
+    const bool marked = kind == req::renew || kind == req::release ||
+                        (kind == req::acquire && !options_.holder.empty());
+    if (marked && r.shape == detail::reply_shape::tryagain && (s.flags & slot_unmarked) == 0) {
+        // A Cluster slot migrating with the key and its marks (an acquire's:
+        // the holder record's) on different sides: once more without them,
+        // same round.
         s.flags = static_cast<std::uint16_t>((s.flags | slot_unmarked) & ~slot_in_flight);
         s.send = kind;
         return lock_errc::ok;

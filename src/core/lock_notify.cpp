@@ -57,6 +57,29 @@ lock_errc lock::on_key_renewed(std::uint8_t node, instant now) noexcept {
     return lock_errc::ok;
 }
 
+lock_errc lock::on_told(std::uint8_t node, instant now) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (node >= node_count_) {
+        return lock_errc::bad_node;
+    }
+    if (state_ != lock_state::acquiring && state_ != lock_state::retry_wait) {
+        return lock_errc::ok;
+    }
+    slots_[node].flags = static_cast<std::uint16_t>(slots_[node].flags | slot_told);
+    if (state_ == lock_state::acquiring || polling_ || woken_ || busy_ttl_ms_ < 0) {
+        return lock_errc::ok;  // the round's end reads it; or already timed so
+    }
+    instant at;
+    if (poll_at(now, busy_ttl_ms_, at) && at < wait_deadline_) {
+        timers_.set(timer::retry, at);
+        polling_ = true;
+        key_gone_at_ = now + duration::millis(static_cast<std::uint64_t>(busy_ttl_ms_));
+    }
+    return lock_errc::ok;
+}
+
 bool lock::is_renewal_mark(str_view key) const noexcept {
     return state_ != lock_state::unconfigured && detail::is_mark(key, name_, marks_, false);
 }

@@ -115,4 +115,33 @@ std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t c
     }
     return detail::make_lock_key(out, name, fence);
 }
+
+bool read_holder_record(str_view value, holder_record& out) noexcept {
+    // "owner\nsince\ntext": the owner and the seconds hold no newline.
+    std::size_t i = 0;
+    while (i < value.size && value.data[i] != '\n') {
+        ++i;
+    }
+    if (i == 0 || i >= value.size) {
+        return false;
+    }
+    const str_view owner(value.data, i);
+    std::uint64_t since = 0;
+    std::size_t digits = 0;
+    for (++i; i < value.size && value.data[i] != '\n'; ++i, ++digits) {
+        const char c = value.data[i];
+        if (c < '0' || c > '9' || digits == 12) {
+            return false;
+        }
+        since = since * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (digits == 0 || i >= value.size) {
+        return false;
+    }
+    out.owner = owner;
+    out.since_s = since;
+    out.text = str_view(value.data + i + 1, value.size - i - 1);
+    return true;
+}
+
 }  // namespace edgelock

@@ -5,13 +5,19 @@
 namespace edgelock {
 
 const lock_script script_acquire = {
+    "if redis.replicate_commands then redis.replicate_commands() end\n"
     "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or\n"
     "    redis.pcall('get', KEYS[1]) == ARGV[1] and redis.call('pexpire', KEYS[1], ARGV[2]) then\n"
-    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2]) end\n"
+    "  if ARGV[3] then\n"
+    "    local r = ARGV[1] .. '\\n' .. redis.call('time')[1] .. '\\n' .. ARGV[3]\n"
+    "    redis.call('set', KEYS[2], r, 'PX', ARGV[2])\n"
+    "  elseif KEYS[2] and redis.call('pexpire', KEYS[2], ARGV[2]) == 0 then\n"
+    "    redis.call('set', KEYS[2], '', 'PX', ARGV[2])\n"
+    "  end\n"
     "  return {1, 0}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "69f3c518b21fa42a067830cded810f4f7ba797e8"};
+    "538ec618db1c9859f8f437210a240a6470eccd28"};
 
 const lock_script script_release = {
     "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
@@ -26,26 +32,35 @@ const lock_script script_release = {
 
 const lock_script script_renew = {
     "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
-    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2]) end\n"
+    "  if KEYS[2] and redis.call('pexpire', KEYS[2], ARGV[2]) == 0 then\n"
+    "    redis.call('set', KEYS[2], '', 'PX', ARGV[2])\n"
+    "  end\n"
     "  return redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "end\n"
     "return 0",
-    "0c8eb96f7f524c261254b7fbbf037ef7d3e67288"};
+    "2b50cc10733ca8b76d12715cb14559aad315ab4c"};
 
 const lock_script script_reentrant_acquire = {
+    "if redis.replicate_commands then redis.replicate_commands() end\n"
     "if redis.call('exists', KEYS[1]) == 0 or redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then\n"
     "  local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "  if ARGV[3] then\n"
+    "    local r = ARGV[1] .. '\\n' .. redis.call('time')[1] .. '\\n' .. ARGV[3]\n"
+    "    redis.call('set', KEYS[2], r, 'PX', ARGV[2])\n"
+    "  end\n"
     "  return {1, n}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "7feab6bb83dfbc54260011584b5312c1347b7f09"};
+    "0ca01a4dea3e755f15e54e7b89086097ea91719a"};
 
 const lock_script script_reentrant_release = {
     "if redis.pcall('hexists', KEYS[1], ARGV[1]) ~= 1 then return -1 end\n"
     "local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)\n"
     "if n > 0 then\n"
-    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2]) end\n"
+    "  if KEYS[2] and redis.call('pexpire', KEYS[2], ARGV[2]) == 0 then\n"
+    "    redis.call('set', KEYS[2], '', 'PX', ARGV[2])\n"
+    "  end\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return n\n"
     "end\n"
@@ -55,45 +70,54 @@ const lock_script script_reentrant_release = {
     "  redis.call('del', KEYS[2], KEYS[3])\n"
     "end\n"
     "return 0",
-    "3e7fbeef0122a8f8c8004a7072ca27227246082d"};
+    "7d4287ec97cd4e8e041e721d29bf41bed25892eb"};
 
 const lock_script script_reentrant_renew = {
     "if redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then\n"
-    "  if KEYS[2] then redis.call('set', KEYS[2], '', 'PX', ARGV[2]) end\n"
+    "  if KEYS[2] and redis.call('pexpire', KEYS[2], ARGV[2]) == 0 then\n"
+    "    redis.call('set', KEYS[2], '', 'PX', ARGV[2])\n"
+    "  end\n"
     "  return redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "end\n"
     "return 0",
-    "b12d99cdd6245e76ecd0cfee2213cb47d5e18d94"};
+    "6264f24d9406a7f668ba122bc6618ac6087e5d0d"};
 
 const lock_script script_fenced_acquire = {
     "if redis.replicate_commands then redis.replicate_commands() end\n"
+    "local t = redis.call('time')\n"
     "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-    "  local t = redis.call('time')\n"
     "  local now = t[1] * 1000000 + t[2]\n"
     "  if (tonumber(redis.call('get', KEYS[2])) or 0) < now then\n"
     "    redis.call('set', KEYS[2], string.format('%.0f', now))\n"
     "  end\n"
+    "  if ARGV[3] then redis.call('set', KEYS[3], ARGV[1] .. '\\n' .. t[1] .. '\\n' .. ARGV[3], "
+    "'PX', ARGV[2]) end\n"
     "  return {1, redis.call('incr', KEYS[2])}\n"
     "end\n"
     "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "  if ARGV[3] then redis.call('set', KEYS[3], ARGV[1] .. '\\n' .. t[1] .. '\\n' .. ARGV[3], "
+    "'PX', ARGV[2]) end\n"
     "  return {1, tonumber(redis.call('get', KEYS[2]) or '0')}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "b3a1badd1e5aef5cb760ad8fcb6e85d5425daa9b"};
+    "06c0544cb5a753711e9ccd5469adb2e0ee2b1c0b"};
 
 const lock_script script_fenced_read = {
+    "if redis.replicate_commands then redis.replicate_commands() end\n"
+    "local t = redis.call('time')\n"
     "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.pcall('get', KEYS[1]) == "
     "ARGV[1] then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "  local t = redis.call('time')\n"
+    "  if ARGV[3] then redis.call('set', KEYS[3], ARGV[1] .. '\\n' .. t[1] .. '\\n' .. ARGV[3], "
+    "'PX', ARGV[2]) end\n"
     "  local now = t[1] * 1000000 + t[2]\n"
     "  local c = tonumber(redis.call('get', KEYS[2])) or 0\n"
     "  if c < now then c = now end\n"
     "  return {1, c}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "295970eee2607763064514fdf23fdf4dfa06db53"};
+    "7c79b0f9dc0410f2cf51a72191feb2dae85fe4dc"};
 
 const lock_script script_fence_raise = {
     "if redis.pcall('get', KEYS[1]) ~= ARGV[1] then return -1 end\n"

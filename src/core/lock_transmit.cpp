@@ -48,6 +48,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
 
     char fence_key[lock_key_capacity];  // or the renewal mark
     char release_mark[lock_key_capacity];
+    char holder_key[lock_key_capacity];  // the renewal mark, holding the record
     char hex[owner_token::hex_size];
     tok.to_hex(hex);
     const str_view token_view(hex, sizeof hex);
@@ -60,9 +61,12 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const str_view ttl(numbers_ + number_at[0], number_sizes_[0]);
     char fence_digits[20];
 
+    // A holder record is written by the acquire scripts only.
+    const bool records =
+        kind == req::acquire && !options_.holder.empty() && (s.flags & slot_unmarked) == 0;
     const bool set_capable =
         kind == req::acquire && options_.mode == lock_mode::plain && options_.min_replicas == 0 &&
-        (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get;
+        !records && (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get;
     // A told waiter's next try (the key was found taken): PTTL, then the SET.
     // The PTTL says the holder's ttl, which the script was sent for (the
     // waiter polls after it, should no word come); two commands Redis runs
@@ -74,12 +78,14 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const bool via_set = set_capable && (!contended_ || told_set);
     const lock_script* script = &script_release;
     str_view keys[3] = {lock_key, str_view(), str_view()};
-    str_view args[2] = {token_view, ttl};
+    str_view args[3] = {token_view, ttl, options_.holder};
     std::size_t key_count = 1;
     std::size_t arg_count = 2;
     const bool reentrant = options_.mode == lock_mode::reentrant;
     switch (kind) {
     case req::acquire:
+        // With a holder record, the renewal mark (which holds it) follows the
+        // keys, and the record the arguments.
         if (reentrant) {
             script = &script_reentrant_acquire;
             args[0] = owner;
@@ -88,6 +94,10 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
             key_count = 2;
         } else {
             script = &script_acquire;
+        }
+        if (records) {
+            keys[key_count++] = str_view(holder_key, make_renewal_mark(holder_key, name_, marks_));
+            arg_count = 3;
         }
         break;
     case req::fence_raise:
@@ -121,12 +131,12 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     case req::none:
         return out;
     }
-    if (key_count >= 2) {
+    if (key_count >= 2 && keys[1].empty()) {
         const bool fence = kind == req::acquire || kind == req::fence_raise;
         keys[1] = fence ? str_view(fence_key, detail::make_lock_key(fence_key, name_, true))
                         : str_view(fence_key, detail::make_renewal_mark(fence_key, name_, marks_));
     }
-    if (key_count == 3) {
+    if (key_count == 3 && keys[2].empty()) {
         keys[2] = str_view(release_mark, detail::make_release_mark(release_mark, name_, marks_));
     }
     // The request goes behind room for the PTTL, so nothing is written

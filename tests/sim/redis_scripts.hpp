@@ -59,14 +59,22 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
     };
     const std::int64_t clock = server_time_us(now);
 
-    // The renewal mark, with the key's ttl; the release mark, written and
-    // deleted, and the renewal mark deleted.
+    // The renewal mark, with the key's ttl (what it holds, a holder record,
+    // kept); the release mark, written and deleted, and the renewal mark
+    // deleted.
     auto renewal_mark = [&] {
-        if (keys.size() > 1) {
+        if (keys.size() > 1 && ks.pexpire(key(1), parse_int(arg(1)), now) == 0) {
             ks.set(key(1), "");
             ks.pexpire(key(1), parse_int(arg(1)), now);
         }
     };
+    // The holder record (ARGV[3]) into the mark, the last key: the owner,
+    // the server's TIME in seconds, the text.
+    auto holder_record = [&](std::size_t mark) {
+        ks.set(key(mark), arg(0) + "\n" + std::to_string(clock / 1000000) + "\n" + arg(2));
+        ks.pexpire(key(mark), parse_int(arg(1)), now);
+    };
+    const bool records = args.size() > 2;
     auto release_marks = [&] {
         if (keys.size() > 2) {
             ks.set(key(2), "");
@@ -77,7 +85,11 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
     if (s == &script_acquire) {
         if (ks.set_nx_px(key(0), arg(0), parse_int(arg(1)), now) ||
             (ks.holds(key(0), arg(0), now) && ks.pexpire(key(0), parse_int(arg(1)), now) >= 0)) {
-            renewal_mark();
+            if (records) {
+                holder_record(1);
+            } else {
+                renewal_mark();
+            }
             return resp_pair(1, 0);
         }
         return resp_pair(0, ks.pttl(key(0), now));
@@ -100,6 +112,9 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
         if (ks.find(key(0), now) == nullptr || ks.has_field(key(0), arg(0), now)) {
             const std::int64_t n = ks.hincrby(key(0), arg(0), 1, now);
             ks.pexpire(key(0), parse_int(arg(1)), now);
+            if (records) {
+                holder_record(1);
+            }
             return resp_pair(1, n);
         }
         return resp_pair(0, ks.pttl(key(0), now));
@@ -130,10 +145,16 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
             if (ks.get_number(key(1), now) < clock) {  // never below the clock
                 ks.set(key(1), std::to_string(clock));
             }
+            if (records) {
+                holder_record(2);
+            }
             return resp_pair(1, ks.incr(key(1), now));
         }
         if (ks.holds(key(0), arg(0), now)) {
             ks.pexpire(key(0), parse_int(arg(1)), now);
+            if (records) {
+                holder_record(2);
+            }
             return resp_pair(1, ks.get_number(key(1), now));
         }
         return resp_pair(0, ks.pttl(key(0), now));
@@ -141,6 +162,9 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
     if (s == &script_fenced_read) {
         if (ks.set_nx_px(key(0), arg(0), parse_int(arg(1)), now) || ks.holds(key(0), arg(0), now)) {
             ks.pexpire(key(0), parse_int(arg(1)), now);
+            if (records) {
+                holder_record(2);
+            }
             return resp_pair(1, std::max(ks.get_number(key(1), now), clock));
         }
         return resp_pair(0, ks.pttl(key(0), now));
