@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent.hpp"
+#include "holder.hpp"
 #include "job.hpp"
 #include "messages.hpp"
 #include "service_status.hpp"
@@ -242,6 +243,13 @@ lock_options lock_options_from(const options& o) {
     lo.replica_timeout = duration::millis(t / 2000);
     lo.wait = o.wait;
     lo.max_tries = o.wait.us == 0 ? 1 : UINT32_MAX;
+    // Who holds it, beside the lock (status, list): for the commands that
+    // take it. The lock keeps a view of the text.
+    static std::string holder;
+    if (o.cmd == command::run || o.cmd == command::acquire) {
+        holder = holder_text();
+        lo.holder = str_view(holder.data(), holder.size());
+    }
     return lo;
 }
 

@@ -67,5 +67,6 @@ int acquire_command(edgelock::client_lock& l);
 int renew_command(edgelock::client_lock& l);
 int release_command(edgelock::client_lock& l);
 int status_command(edgelock::client_lock& l);
+int list_command();
 
 }  // namespace edgelock_cli

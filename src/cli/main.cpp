@@ -60,6 +60,9 @@ int run_agent() {
     case command::status:
         status = status_command(l);
         break;
+    case command::list:
+        status = list_command();
+        break;
     default:
         break;
     }

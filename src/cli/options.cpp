@@ -19,6 +19,7 @@ const char* usage_text() {
            "       edgelock renew   [options] KEY TOKEN\n"
            "       edgelock release [options] KEY TOKEN\n"
            "       edgelock status  [options] KEY\n"
+           "       edgelock list    [options] [PATTERN]\n"
            "\n"
            "options:\n"
            "  -N, --nodes URL[,URL...]   Redis nodes (default $EDGELOCK_NODES, else\n"
@@ -35,6 +36,10 @@ const char* usage_text() {
            "      --grace DURATION       SIGTERM to SIGKILL when the lock is lost, or sure\n"
            "                             to be: SIGTERM comes a grace before the validity\n"
            "                             ends while renewals fail (default 5s)\n"
+           "      --label TEXT           run, acquire: recorded beside the lock with this\n"
+           "                             host and pid, for status and list (default: the\n"
+           "                             command's name; acquire: \"acquire\")\n"
+           "      --json                 status, list: JSON on stdout\n"
            "      --max-hold DURATION    run: stop the command (SIGTERM, SIGKILL after the\n"
            "                             grace) once the lock has been held this long,\n"
            "                             then release it; exit 75\n"
@@ -71,6 +76,21 @@ const char* usage_text() {
            "exit: the command's status (128+signal if killed); 1 (or -E) not acquired;\n"
            "      64 usage; 69 no quorum of nodes reachable (or too few replicas);\n"
            "      70 internal; 75 lock lost.\n";
+}
+
+// A label goes into the holder record and onto status lines: printable
+// bytes (UTF-8 passes), no control characters.
+bool label_ok(const std::string& v) {
+    if (v.empty() || v.size() > max_label) {
+        return false;
+    }
+    for (const char c : v) {
+        const unsigned char u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) {
+            return false;
+        }
+    }
+    return true;
 }
 
 bool parse_duration(const std::string& text, edgelock::duration& out) {
@@ -225,8 +245,11 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                     o.cmd = command::release;
                 } else if (arg == "status") {
                     o.cmd = command::status;
+                } else if (arg == "list") {
+                    o.cmd = command::list;
                 } else {
-                    error = "unknown command '" + arg + "' (run, acquire, renew, release, status)";
+                    error = "unknown command '" + arg +
+                            "' (run, acquire, renew, release, status, list)";
                     return false;
                 }
             } else {
@@ -242,7 +265,8 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
         const bool flag = name == "-h" || name == "--help" || name == "-V" || name == "--version" ||
                           name == "-n" || name == "--nonblock" || name == "--fencing" ||
                           name == "-v" || name == "--verbose" || name == "-q" ||
-                          name == "--quiet" || name == "--tls" || name == "--insecure";
+                          name == "--quiet" || name == "--tls" || name == "--insecure" ||
+                          name == "--json";
         if (flag && arg != name) {
             error = "unknown option '" + arg + "'";
             return false;
@@ -351,6 +375,18 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
             }
             o.tls_session_cache = v == "none" ? std::string() : v;
             session_cache_given = true;
+        } else if (name == "--json") {
+            o.json = true;
+        } else if (name == "--label") {
+            if (!value_of(arg, name.size(), v)) {
+                return false;
+            }
+            if (!label_ok(v)) {
+                error = "--label must be 1 to " + std::to_string(max_label) +
+                        " bytes, without control characters";
+                return false;
+            }
+            o.label = v;
         } else if (name == "-v" || name == "--verbose") {
             o.verbosity = 2;
         } else if (name == "-q" || name == "--quiet") {
@@ -361,10 +397,13 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
         }
     }
     if (o.cmd == command::none) {
-        error = "no command given (run, acquire, renew, release, status)";
+        error = "no command given (run, acquire, renew, release, status, list)";
         return false;
     }
     const std::size_t want = o.cmd == command::renew || o.cmd == command::release ? 2 : 1;
+    if (o.cmd == command::list && operands.empty()) {
+        operands.push_back("*");
+    }
     if (operands.size() < want) {
         error = want == 2 ? "KEY and TOKEN are required" : "KEY is required";
         return false;
@@ -399,6 +438,14 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
     }
     if (o.cmd != command::run && !o.child.empty()) {
         error = "only run takes a command after --";
+        return false;
+    }
+    if (!o.label.empty() && o.cmd != command::run && o.cmd != command::acquire) {
+        error = "--label is for run and acquire, which record who holds the lock";
+        return false;
+    }
+    if (o.json && o.cmd != command::status && o.cmd != command::list) {
+        error = "--json is for status and list";
         return false;
     }
     if (o.cmd != command::run && o.max_hold.us != 0) {

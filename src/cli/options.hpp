@@ -20,7 +20,7 @@ enum exit_code : int {
     exit_lost = 75,         // the lock was lost while the child ran
 };
 
-enum class command { none, run, acquire, renew, release, status, help, version };
+enum class command { none, run, acquire, renew, release, status, list, help, version };
 
 // --wait forever: a standby's wait, until the holder releases or dies (told
 // by the server). A hundred years: every deadline stays exact arithmetic.
@@ -56,10 +56,19 @@ struct options {
     std::string tls_session_cache;
     bool tls_session_cache_default = false;  // the default path: its directory is made
     int verbosity = 1;                       // 0 quiet, 1 normal, 2 verbose
-    std::string key;
+    // run, acquire: the holder record's label (default: the command's name,
+    // or "acquire"); "" when not given.
+    std::string label;
+    bool json = false;               // status, list: JSON on stdout
+    std::string key;                 // list: the pattern ("*" when none)
     std::string token;               // renew, release
     std::vector<std::string> child;  // run: COMMAND [ARG...]
 };
+
+// Longest --label; the holder record (host, pid, label) stays within the
+// library's lock_max_holder.
+constexpr std::size_t max_label = 64;
+bool label_ok(const std::string& v);
 
 // Parses "250ms", "10s", "2m", "1h", or a bare number of seconds. Whole
 // milliseconds only; false on anything else (empty, negative, overflow).

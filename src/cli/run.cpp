@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent.hpp"
+#include "holder.hpp"
 #include "job.hpp"
 #include "messages.hpp"
 #include "service_status.hpp"
@@ -67,6 +68,32 @@ void say_holding(const client_lock& l, pid_t leader) {
                               fence.c_str(), opt.child[0].c_str(), static_cast<int>(leader));
 }
 
+// The unit's status line while a try found the lock taken: who holds it,
+// from the first node whose holder recorded itself. Looked up once, under
+// the bound of one request (the lock's own requests go on meanwhile), and
+// only under systemd: the line is for the unit's status.
+void say_waiting(const client_lock& l) {
+    std::string who = "another holder";
+    if (service_status_wanted()) {
+        const instant bound = port::now() + l.machine().options().node_timeout;
+        for (std::uint8_t i = 0; i < driver.node_count() && port::now() < bound; ++i) {
+            key_view k;
+            inspect_key(i, opt.key, bound, k);
+            if (k.has_holder) {
+                const std::time_t now = std::time(nullptr);
+                const std::uint64_t since = k.holder.since_s;
+                who = k.holder.host + (k.holder.pid.empty() ? "" : " pid " + k.holder.pid) +
+                      (k.holder.label.empty() ? "" : " (" + k.holder.label + ")");
+                if (now > 0 && static_cast<std::uint64_t>(now) >= since) {
+                    who += " for " + held_for(static_cast<std::uint64_t>(now) - since);
+                }
+                break;
+            }
+        }
+    }
+    service_status("waiting for %s, held by %s", opt.key.c_str(), who.c_str());
+}
+
 // Waits for the acquisition; a signal that would end the agent ends it.
 // Returns 0 when it ended (see ended_with()), else the exit status.
 int await_acquisition(client_lock& l) {
@@ -85,7 +112,7 @@ int await_acquisition(client_lock& l) {
         }
         if (!said_waiting && !l.outcome().done && l.machine().contended()) {
             said_waiting = true;  // a try found it taken; the next is told
-            service_status("waiting for %s, held by another holder", opt.key.c_str());
+            say_waiting(l);
         }
         for (int s = next_signal(); s != 0; s = next_signal()) {
             stop_signal = ends_by_default(s) ? s : stop_signal;

@@ -49,6 +49,10 @@ void send_line(const char* line, size_t size) {
 
 }  // namespace
 
+bool service_status_wanted() {
+    return status_fd >= 0;
+}
+
 void open_service_status() {
     const char* path = getenv("NOTIFY_SOCKET");
     if (path == nullptr || (path[0] != '/' && path[0] != '@')) {

@@ -12,6 +12,8 @@ namespace edgelock_cli {
 // Anything else (unset, empty, too long, another address family) turns the
 // status off.
 void open_service_status();
+// Whether a status line goes anywhere ($NOTIFY_SOCKET was usable).
+bool service_status_wanted();
 // Sends "STATUS=" and the formatted text (cut at 200 bytes); nothing when
 // off or when the same text went last.
 void service_status(const char* format, ...) __attribute__((format(printf, 1, 2)));

@@ -57,6 +57,10 @@ inline bool contains(const std::string& hay, const std::string& needle) {
     return hay.find(needle) != std::string::npos;
 }
 
+inline bool starts_with(const std::string& s, const std::string& head) {
+    return s.compare(0, head.size(), head) == 0;
+}
+
 inline std::string clip(const std::string& s) {
     return s.size() <= 600 ? s : s.substr(0, 600) + "...(" + std::to_string(s.size()) + " bytes)";
 }

@@ -20,6 +20,7 @@
 #include "integration/redis_server.hpp"
 #include "tools/clock.hpp"
 #include "tools/files.hpp"
+#include "tools/redis_py.hpp"
 
 using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
 
@@ -71,10 +72,6 @@ std::string joined(const std::vector<std::string>& lines) {
     return s;
 }
 
-bool starts_with(const std::string& s, const std::string& head) {
-    return s.compare(0, head.size(), head) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("cli status: run tells systemd acquiring, holding and released", "[cli]") {
@@ -104,10 +101,12 @@ TEST_CASE("cli status: a waiter says it waits, then holds", "[cli]") {
     temp_dir dir{"edgelock-cli-status-wait"};
     const std::string key = "cli-status-wait";
     const std::string go = dir / "go";
-    agent_run holder({"run", "-N", redis_url(srv), key, "--", "sh", "-c",
-                      "while [ ! -e '" + go + "' ]; do sleep 0.02; done"},
+    agent_run holder({"run", "-N", redis_url(srv), "--label", "nightly-upload", key, "--", "sh",
+                      "-c", "while [ ! -e '" + go + "' ]; do sleep 0.02; done"},
                      {});
     REQUIRE(wait_for([&] { return lock_exists(admin, key) == 1; }, 10.0));
+    char host[256] = {};
+    REQUIRE(::gethostname(host, sizeof host - 1) == 0);
     notify_listener listener(dir / "notify");
     agent_run waiter({"run", "-w", "30s", "--fencing", "-N", redis_url(srv), key, "--", "true"},
                      {"NOTIFY_SOCKET=" + listener.name});
@@ -122,10 +121,29 @@ TEST_CASE("cli status: a waiter says it waits, then holds", "[cli]") {
     INFO(joined(got));
     REQUIRE(got.size() >= 4);
     CHECK(got[0] == "STATUS=acquiring " + key);
-    CHECK(starts_with(got[1], "STATUS=waiting for " + key + ", held by another holder"));
+    // Who holds it, from the record the holder wrote beside the lock.
+    CHECK(starts_with(got[1], "STATUS=waiting for " + key + ", held by " + host + " pid " +
+                                  std::to_string(holder.proc.pid()) + " (nightly-upload) for "));
     CHECK(starts_with(got[got.size() - 2], "STATUS=holding " + key + " since "));
     CHECK(got[got.size() - 2].find(", fencing token ") != std::string::npos);
     CHECK(got.back() == "STATUS=released " + key + "; the command exited 0");
+}
+
+TEST_CASE("cli status: a waiter on a lock held without a record says so", "[cli][interop]") {
+    redis_server srv;
+    temp_dir dir{"edgelock-cli-status-py"};
+    const std::string key = "cli-status-py";
+    REQUIRE(starts_with(redis_py(srv.port(), key, {"acquire", "1500"}), "acquired "));
+    notify_listener listener(dir / "notify");
+    agent_run waiter({"run", "-w", "10s", "-N", redis_url(srv), key, "--", "true"},
+                     {"NOTIFY_SOCKET=" + listener.name});
+    const run_result r = waiter.finish(15.0);
+    INFO(show(waiter.args, r));
+    CHECK(r.status == 0);  // once redis-py's key expired
+    const std::vector<std::string> got = listener.take();
+    INFO(joined(got));
+    REQUIRE(got.size() >= 2);
+    CHECK(got[1] == "STATUS=waiting for " + key + ", held by another holder");
 }
 
 TEST_CASE("cli status: a job stopped at --max-hold is said so", "[cli]") {
