@@ -117,8 +117,8 @@ TEST_CASE("cli bad input: no hostile server lets a command run or reports a lock
     for (const char* m : fake_redis_modes) {
         fakes.push_back(std::make_unique<fake_redis>(m));
     }
-    // Two waves, so that 14 slow modes wait on the agents' timeouts side by side
-    // without 56 agents at once.
+    // Waves, so that 14 slow modes wait on the agents' timeouts side by side
+    // without 84 agents at once.
     struct one {
         std::string mode;
         std::unique_ptr<agent_run> first;
@@ -158,6 +158,32 @@ TEST_CASE("cli bad input: no hostile server lets a command run or reports a lock
     for (one& o : all) {
         check_not_acquired(o.first->args, o.first->finish(), o.mode);
         check_not_acquired(o.second->args, o.second->finish(), o.mode);
+    }
+    // And what an operator asks: status and list, as JSON, never show a
+    // hostile server's answer as a lock.
+    all.clear();
+    for (const auto& f : fakes) {
+        const std::string key = "cli-bad-all-" + f->mode;
+        one o;
+        o.mode = f->mode;
+        o.first = std::make_unique<agent_run>(strings{"status", "--json", "-N", f->url(), key},
+                                              strings{});
+        o.second =
+            std::make_unique<agent_run>(strings{"list", "--json", "-N", f->url()}, strings{});
+        all.push_back(std::move(o));
+    }
+    for (one& o : all) {
+        const run_result s = o.first->finish();
+        const run_result l = o.second->finish();
+        INFO("fake_redis " << o.mode << "\n"
+                           << show(o.first->args, s) << "\n"
+                           << show(o.second->args, l));
+        CHECK(s.status == exit_unavailable);
+        CHECK(contains(s.out, "\"held\":false"));
+        CHECK(l.status == exit_unavailable);
+        CHECK(l.out == "{\"locks\":[],\"truncated\":false}\n");
+        CHECK(s.seconds < 10.0);
+        CHECK(l.seconds < 10.0);
     }
     for (const auto& f : fakes) {
         INFO("fake_redis " << f->mode);

@@ -50,7 +50,7 @@ std::unique_ptr<agent_run> holder_until(const std::string& url, const std::strin
 }  // namespace
 
 TEST_CASE("cli inspect: status names the holder that run recorded, as text and JSON",
-          "[cli][holder]") {
+          "[cli][holder][asan]") {
     redis_server srv;
     redis_client admin(srv.port());
     temp_dir dir{"edgelock-cli-inspect"};
@@ -121,7 +121,7 @@ TEST_CASE("cli inspect: a lock held by redis-py shows its token and ttl, and no 
 }
 
 TEST_CASE("cli inspect: list finds the locks, not their marks and counters, as text and JSON",
-          "[cli][holder]") {
+          "[cli][holder][asan]") {
     redis_server srv;
     redis_client admin(srv.port());
     temp_dir dir{"edgelock-cli-list"};
