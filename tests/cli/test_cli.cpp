@@ -236,11 +236,7 @@ TEST_CASE("cli: run -w is told of the release, and does not poll", "[cli][notify
     const std::string key = "cli-wait-told";
     REQUIRE(admin.command({"SET", key_of(key), "someone-else", "PX", "20000"}).text == "OK");
     // The scripts cached, as by an earlier run: no NOSCRIPT in the counts.
-    for (unsigned i = 0; i < edgelock::lock_scripts_count; ++i) {
-        const edgelock::lock_script& s = *edgelock::lock_scripts_all[i];
-        REQUIRE(admin.command({"SCRIPT", "LOAD", std::string(s.text.data, s.text.size)}).text ==
-                std::string(s.sha1.data, s.sha1.size));
-    }
+    load_scripts(admin);
     REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
     agent_run a({"run", "-w", "10s", "-N", redis_url(srv), key, "--", "true"}, {});
     sleep_ms(1500);  // polling (a retry every 50 to 200 ms) would send 7 to 30 attempts

@@ -51,6 +51,9 @@ TEST_CASE("cli dns: a Redlock keeps its quorum while a sentinel switches to a na
     redis_client cb(b.port());
     redis_client cc(c.port());
     const std::string c_port = std::to_string(c.port());
+    for (redis_client* n : {&ca, &cb, &cc}) {
+        load_scripts(*n);  // every node answers its first acquire alike
+    }
     // The switch comes 1.5 s after the sentinel started: the job has been
     // running a second or so, on all three nodes.
     fake_redis sentinel("sentinel", 60,

@@ -319,6 +319,10 @@ TEST_CASE("cli: a Sentinel-managed master, alone or in a Redlock with plain node
     {
         // -N splits where a new URL begins: the sentinel list stays one node.
         const std::string nodes = d.url() + "," + redis_url(other1) + "," + redis_url(other2);
+        redis_client c1(other1.port());
+        redis_client c2(other2.port());
+        load_scripts(c1);  // as on the master, which the run above reached
+        load_scripts(c2);
         const strings args{"acquire", "--sentinel-password-file", pw, "-N", nodes, key};
         const run_result r = agent(args);
         INFO(show(args, r));
