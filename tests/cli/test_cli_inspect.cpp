@@ -16,6 +16,7 @@
 #include "integration/redis_server.hpp"
 #include "tools/clock.hpp"
 #include "tools/files.hpp"
+#include "tools/lock_key.hpp"
 #include "tools/redis_py.hpp"
 
 using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
@@ -27,14 +28,6 @@ std::string this_host() {
     REQUIRE(::gethostname(h, sizeof h - 1) == 0);
     h[64] = '\0';
     return h;
-}
-
-std::string renewal_mark(const std::string& name) {
-    char k[edgelock::lock_key_capacity];
-    const std::size_t n = edgelock::lock_key(edgelock::str_view(name.data(), name.size()),
-                                             edgelock::lock_key_kind::renewal_mark, k, sizeof k);
-    REQUIRE(n != 0);
-    return std::string(k, n);
 }
 
 // A `run` holding `key` on `url` until `go` exists.
@@ -85,7 +78,7 @@ TEST_CASE("cli inspect: status names the holder that run recorded, as text and J
     REQUIRE(write_file(go, ""));
     CHECK(holder->finish(10.0).status == 0);
     // Released: the record went with the lock.
-    CHECK(admin.command({"EXISTS", renewal_mark(key)}).integer == 0);
+    CHECK(admin.command({"EXISTS", renewal_mark_of(key)}).integer == 0);
     const run_result after = agent(text_args);
     CHECK(starts_with(after.out, key + ": free"));
     CHECK_FALSE(contains(after.out, "pid"));
@@ -152,7 +145,7 @@ TEST_CASE("cli inspect: list finds the locks, not their marks and counters, as t
 
     // The pattern and the companions: every key of the lock is there, only
     // the lock is listed.
-    CHECK(admin.command({"EXISTS", renewal_mark("fleet-upload")}).integer == 1);
+    CHECK(admin.command({"EXISTS", renewal_mark_of("fleet-upload")}).integer == 1);
     CHECK(admin.command({"EXISTS", "{fleet-upload}:fence"}).integer == 1);
     const run_result all = agent({"list", "-N", url});
     CHECK(lines_of(all.out).size() == 4);  // and other-key, a string with a ttl

@@ -14,6 +14,7 @@
 #include "edgelock/lock.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/net.hpp"
+#include "tools/lock_key.hpp"
 
 using edgelock::client_errc;
 using edgelock::duration;
@@ -22,14 +23,6 @@ using edgelock_test::node_urls;
 namespace {
 
 using client_type = edgelock::client<3, 6>;
-
-std::string mark_of(const std::string& name) {
-    char k[edgelock::lock_key_capacity];
-    const std::size_t n = edgelock::lock_key(edgelock::str_view(name.data(), name.size()),
-                                             edgelock::lock_key_kind::renewal_mark, k, sizeof k);
-    REQUIRE(n != 0);
-    return std::string(k, n);
-}
 
 // The record on node i, or an empty owner when there is none.
 struct seen {
@@ -42,7 +35,7 @@ struct seen {
 
 seen record_at(sim::net& n, int i, const std::string& name) {
     seen s;
-    const std::string mark = mark_of(name);
+    const std::string mark = edgelock_test::renewal_mark_of(name);
     s.mark_ttl = n.node(i).pttl(mark, n.now().us);
     s.key_ttl = n.node(i).pttl(name, n.now().us);
     sim::keyspace::entry* e = n.node(i).find(mark, n.now().us);

@@ -33,10 +33,6 @@ const char* const holder_text = "host=gw-17 pid=4242 label=nightly";
 const unsigned ttl_ms = 10000;
 const unsigned node_timeout_ms = 500;  // qemu and sanitizer builds are slow
 
-std::string mark_of(const std::string& name) {
-    return key_of(name, lock_key_kind::renewal_mark);
-}
-
 // The server's clock, in whole seconds (TIME's first element).
 long long server_time_s(redis_client& admin) {
     const reply t = admin.command({"TIME"});
@@ -54,8 +50,8 @@ struct seen_record {
 
 // The record in the renewal mark of `name`, which must hold one.
 seen_record must_read_record(redis_client& admin, const std::string& name) {
-    const reply r = admin.command({"GET", mark_of(name)});
-    INFO("GET " << mark_of(name));
+    const reply r = admin.command({"GET", renewal_mark_of(name)});
+    INFO("GET " << renewal_mark_of(name));
     REQUIRE(r.type == '$');  // not nil: the mark exists
     seen_record out;
     out.raw = r.text;
@@ -84,7 +80,7 @@ std::string check_record(redis_client& admin, const std::string& name, const std
 
 // The mark's ttl is the key's (within 50 ms); returns the mark's.
 long long check_same_ttl(redis_client& admin, const std::string& name) {
-    const long long mark = admin.command({"PTTL", mark_of(name)}).integer;
+    const long long mark = admin.command({"PTTL", renewal_mark_of(name)}).integer;
     const long long key = admin.command({"PTTL", key_of(name)}).integer;
     INFO("PTTL mark " << mark << ", key " << key);
     CHECK(mark > 0);
@@ -111,7 +107,7 @@ void renew_keeps_record(client_lock& l, redis_client& admin, const std::string& 
     INFO(what(r));
     REQUIRE(r.error == client_errc::ok);
     REQUIRE(r.event.kind == lock_event_kind::renewed);
-    CHECK(admin.command({"GET", mark_of(name)}).text == raw);
+    CHECK(admin.command({"GET", renewal_mark_of(name)}).text == raw);
     const long long renewed = check_same_ttl(admin, name);
     CHECK(renewed >= dropped + 200);
     CHECK(renewed > static_cast<long long>(ttl_ms) - 1000);
@@ -121,7 +117,7 @@ void renew_keeps_record(client_lock& l, redis_client& admin, const std::string& 
 void release_deletes_record(client_lock& l, redis_client& admin, const std::string& name) {
     must_release(l);
     CHECK(admin.command({"EXISTS", key_of(name)}).integer == 0);
-    CHECK(admin.command({"EXISTS", mark_of(name)}).integer == 0);
+    CHECK(admin.command({"EXISTS", renewal_mark_of(name)}).integer == 0);
 }
 
 // Another lock with a holder of its own finds the key taken: busy, and the
@@ -133,7 +129,7 @@ void busy_leaves_record(client_lock& other, redis_client& admin, const std::stri
     INFO(what(r));
     REQUIRE(r.error == client_errc::ok);
     CHECK(r.event.kind == lock_event_kind::busy);
-    CHECK(admin.command({"GET", mark_of(name)}).text == raw);
+    CHECK(admin.command({"GET", renewal_mark_of(name)}).text == raw);
     CHECK(admin.command({"TYPE", key_of(name)}).text == key_type);
 }
 
@@ -193,12 +189,12 @@ TEST_CASE("holder redis: control, a plain lock without a holder writes no record
     REQUIRE(l.attach(c, name, options(ttl_ms, node_timeout_ms), no_watchdog()) == client_errc::ok);
     must_acquire(l);
     CHECK(admin.command({"GET", key_of(name)}).text == hex(l.token()));
-    CHECK(admin.command({"EXISTS", mark_of(name)}).integer == 0);
+    CHECK(admin.command({"EXISTS", renewal_mark_of(name)}).integer == 0);
     // A renew writes the mark, empty: no record in it.
     const op_result r = l.renew();
     REQUIRE(r.error == client_errc::ok);
     REQUIRE(r.event.kind == lock_event_kind::renewed);
-    const reply mark = admin.command({"GET", mark_of(name)});
+    const reply mark = admin.command({"GET", renewal_mark_of(name)});
     CHECK(mark.type == '$');
     CHECK(mark.text.empty());
     holder_record rec;
@@ -359,14 +355,14 @@ TEST_CASE("holder redis: three nodes each hold the record", "[integration][lock]
             REQUIRE(r.event.kind == lock_event_kind::renewed);
             for (std::size_t i = 0; i < 3; ++i) {
                 INFO("node " << i);
-                CHECK(admins[i]->command({"GET", mark_of(name)}).text == raw[i]);
+                CHECK(admins[i]->command({"GET", renewal_mark_of(name)}).text == raw[i]);
                 check_same_ttl(*admins[i], name);
             }
             must_release(l);
             for (std::size_t i = 0; i < 3; ++i) {
                 INFO("node " << i);
                 CHECK(admins[i]->command({"EXISTS", key_of(name)}).integer == 0);
-                CHECK(admins[i]->command({"EXISTS", mark_of(name)}).integer == 0);
+                CHECK(admins[i]->command({"EXISTS", renewal_mark_of(name)}).integer == 0);
             }
         }
         DYNAMIC_SECTION(
@@ -387,7 +383,7 @@ TEST_CASE("holder redis: three nodes each hold the record", "[integration][lock]
                     check_record(admin, name, token, from, server_time_s(admin) + 1);
                     check_same_ttl(admin, name);
                 } else {
-                    CHECK(admin.command({"EXISTS", mark_of(name)}).integer == 0);
+                    CHECK(admin.command({"EXISTS", renewal_mark_of(name)}).integer == 0);
                 }
             }
             CHECK(holders >= 2);
@@ -395,7 +391,7 @@ TEST_CASE("holder redis: three nodes each hold the record", "[integration][lock]
             for (std::size_t i = 0; i < 3; ++i) {
                 INFO("node " << i);
                 CHECK(admins[i]->command({"EXISTS", key_of(name)}).integer == 0);
-                CHECK(admins[i]->command({"EXISTS", mark_of(name)}).integer == 0);
+                CHECK(admins[i]->command({"EXISTS", renewal_mark_of(name)}).integer == 0);
             }
         }
     }

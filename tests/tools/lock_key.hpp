@@ -30,6 +30,11 @@ inline std::string fence_key_of(const std::string& name) {
     return key_of(name, edgelock::lock_key_kind::fence_counter);
 }
 
+// The key of the lock's renewal mark, which also holds its holder record.
+inline std::string renewal_mark_of(const std::string& name) {
+    return key_of(name, edgelock::lock_key_kind::renewal_mark);
+}
+
 // The release an edgelock holder with this token sends: compare-and-delete
 // with the renewal and release marks, which is what tells waiters.
 inline std::vector<std::string> marked_release(const std::string& name, const std::string& token) {
