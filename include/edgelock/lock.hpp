@@ -76,7 +76,8 @@
 //               any issued before for the name. One node: INCR inside the
 //               acquire script. Several: round 1 acquires and reads each
 //               counter, token = max + 1, round 2 raises the counter to the token
-//               on a quorum before the token is handed out. Counters are
+//               on a quorum before the token is handed out (a node whose
+//               counter is already at the token refuses: another's). Counters are
 //               never below the server's TIME in microseconds: the acquire
 //               script raises a counter behind the clock to it before INCR,
 //               and round 1 reads max(counter, clock). So a counter lost with
@@ -87,6 +88,30 @@
 //               node stays down (at least the ttl). Tokens are large (about
 //               1.8e15 in 2026) but below 2^53; Redis >= 3.2 (the acquire
 //               script calls redis.replicate_commands() where it exists).
+//
+// Semaphores (lock_options::permits = n): at most n holders at once on the
+// name, each holding one permit, a key of its own with the lock's value and
+// ttl: `{name}:permit:i` for i in [0, n) (`name:permit:i` for a name with a
+// hash tag), beside the permits hash `{name}:permits` (`limit` -> n, and a
+// field per permit with its holder record), all in the name's Cluster slot.
+// The acquire script checks the limit (another one fails the acquisition
+// with permits_differ, and no retry), then takes a permit: on one node the
+// first free one from a random start, in one request; under Redlock every
+// node of a round is asked for the same permit and only that one, so each
+// permit is a Redlock lock of its own and no more than n can be held however
+// the quorums fall (counting holders per node would not do: with n = 2 and
+// three nodes, three holders could each win a different pair of nodes). A
+// node that finds it taken names a free one, which the next round asks for.
+// Expiry is the server's (PX); a dead holder's permit is free within its
+// ttl. Renews extend the permit held; a release (and a cleanup, which need
+// not know which permit a lost reply took) deletes every permit holding the
+// token, and writes the name's release mark, so waiters are told as a lock's
+// are. A semaphore writes no renewal mark: a told waiter polls when the
+// soonest permit expires (the busy reply's ttl), which finds a dead holder's
+// permit free. Plain and fenced modes (a token per acquisition, from the
+// name's fencing counter: under Redlock two holders of different permits may
+// read the same maximum, and round 2 raises a node's counter only from below
+// the token, so each node lets one of them have it); no SET acquire.
 //
 // Outcomes arrive as events: acquired {validity deadline, fencing token},
 // busy {holder's remaining ttl when a node said it}, failed {reason},
@@ -114,6 +139,7 @@ namespace edgelock {
 
 namespace detail {
 struct lock_reply;
+struct permit_call;
 }  // namespace detail
 
 class lock {
@@ -216,6 +242,13 @@ public:
     // at once on a node it knows is down (poll it, then on_disconnected) while
     // leaving a cleanup queued for when the node is back.
     enum class outgoing : std::uint8_t { none, request, cleanup };
+    // A compare-and-delete of the current acquisition's key (a semaphore:
+    // whichever permit holds its token) as EVAL, without the marks, written
+    // into buf for a driver that deletes it on a node it is leaving (a
+    // Sentinel's old master); the machine does not change, and the reply says
+    // nothing it needs. Its size, or 0 (nothing usable written) when
+    // unconfigured or when it does not fit capacity.
+    std::size_t encode_delete(char* buf, std::size_t capacity) const noexcept;
     outgoing next_send(std::uint8_t node) const noexcept;
     bool poll_event(lock_event& out) noexcept;
 
@@ -231,6 +264,8 @@ public:
     const lock_options& options() const noexcept { return options_; }
     // The current acquisition's token (lock value in plain and fenced modes).
     const owner_token& token() const noexcept { return token_; }
+    // A semaphore's permit held (from 0), while holding; else -1.
+    int permit() const noexcept { return options_.permits != 0 && holding() ? permit_ : -1; }
     // As configured: the lock's name, which is also its key.
     str_view name() const noexcept { return name_; }
 
@@ -285,6 +320,11 @@ private:
     // The reply to the WAIT that followed a request of this round.
     void answer_wait(slot& s, std::uint32_t round, const detail::lock_reply& r,
                      instant now) noexcept;
+    // A semaphore's request of this kind (not fence_raise) to a node with these flags.
+    detail::permit_call permit_request(req kind, bool eval, std::uint16_t flags, str_view token,
+                                       str_view ttl) const noexcept;
+    // A semaphore's acquire reply of this round: its permit, hint or limit.
+    void answer_permit(const detail::lock_reply& r, vote& v) noexcept;
     // A reply to the SET acquire that sends the script instead: true when it did.
     bool answer_set_acquire(slot& s, const detail::lock_reply& r) noexcept;
     bool taken_by_another(const detail::lock_reply& r) const noexcept;
@@ -309,9 +349,11 @@ private:
     str_view name_;
     lock_options options_;
     // The ttl in ms, WAIT's replicas (a uint8_t: 3 digits) and timeout as
-    // requests carry them (configure()), at number_at[i] in numbers_.
-    static constexpr std::uint8_t number_at[3] = {0, 20, 24};
-    char numbers_[44] = {};
+    // requests carry them (configure()), at number_at[i] in numbers_. The
+    // ttl is below 2^31 ms (lock_max_ttl_ms) and the timeout below the ttl:
+    // 10 digits each.
+    static constexpr std::uint8_t number_at[3] = {0, 10, 13};
+    char numbers_[23] = {};
     std::uint8_t number_sizes_[3] = {};
     random_source random_;
     owner_token token_;          // the current acquisition
@@ -341,15 +383,18 @@ private:
     redlock_tally tally_;
     req round_kind_ = req::none;
     lock_state state_ = lock_state::unconfigured;
-    std::uint8_t refused_ = 0;       // nodes that said busy (acquire) or not ours (renew)
-    std::uint8_t released_ = 0;      // release: nodes that deleted our key
-    std::uint8_t absent_ = 0;        // release: nodes that answered our key was not there
-    std::uint8_t unreplicated_ = 0;  // this round: nodes whose WAIT counted too few replicas
-    bool lost_ = false;              // the current acquisition ended in lost
-    bool contended_ = false;         // a round of this acquisition found the key taken
-    bool woken_ = false;             // the key changed while this acquire round was out
-    bool polling_ = false;           // retry_wait: the retry is the told waiter's poll
-    char marks_[4] = {};             // the marks' last two bytes each (renewal_mark.cpp)
+    std::uint8_t refused_ = 0;         // nodes that said busy (acquire) or not ours (renew)
+    std::uint8_t released_ = 0;        // release: nodes that deleted our key
+    std::uint8_t absent_ = 0;          // release: nodes that answered our key was not there
+    std::uint8_t unreplicated_ = 0;    // this round: nodes whose WAIT counted too few replicas
+    bool lost_ = false;                // the current acquisition ended in lost
+    bool contended_ = false;           // a round of this acquisition found the key taken
+    bool woken_ = false;               // the key changed while this acquire round was out
+    bool polling_ = false;             // retry_wait: the retry is the told waiter's poll
+    std::uint8_t permit_ = 0;          // a semaphore: the permit this round asks for, or held
+    std::int8_t hint_ = -1;            // a semaphore: a free permit a node named this round
+    std::int16_t permits_found_ = -1;  // a semaphore: another limit a node holds
+    char marks_[4] = {};               // the marks' last two bytes each (renewal_mark.cpp)
     detail::told_pace<lock_max_nodes> pace_;  // how soon a push may start a round
     slot slots_[lock_max_nodes];
 };

@@ -22,7 +22,14 @@
 //   renew scripts      -> 1 extended, 0 not ours (expired or taken)
 //   release            -> 1 deleted, 0 not ours
 //   reentrant_release  -> holds left (0: deleted), -1 the owner held nothing
-//   fence_raise        -> the counter after the call, -1 when the lock is not ours
+//   fence_raise        -> the token, raised to; -1 when the lock is not ours; -2
+//                         when the counter is already at or past the token
+//   permit_acquire     -> {1, value, permit} acquired (value: 0 or the fencing
+//                         counter, as above), {0, pttl, free} every permit asked
+//                         for taken (pttl: the soonest to expire; free: a permit
+//                         not asked for that is free, or -1), {-1, limit, -1} the
+//                         semaphore has another limit
+//   permit_renew       -> as renew; permit_release -> as release
 #pragma once
 
 #include "edgelock/str_view.hpp"
@@ -61,16 +68,42 @@ extern const lock_script script_fenced_acquire;
 // Redlock fenced round 1: SET NX PX and read the counter (no INCR: a per-node
 // INCR is not monotonic across different majorities). Same keys and args.
 extern const lock_script script_fenced_read;
-// Redlock fenced round 2: raise the counter to the new fencing token unless it
-// is already higher, and only on a node where the lock still holds our token:
-// a contender can then read that node's counter only after our key is gone,
-// that is after the raise. (A bare raise would let a contender read the node
-// before it and hand out the same token.) -1 when the lock is not ours.
-// KEYS[1] lock, KEYS[2] counter, ARGV[1] token, ARGV[2] the new fencing token.
+// Redlock fenced round 2: raise the counter to the new fencing token, only
+// where it is below the token and only on a node where the lock still holds
+// our token: a contender can then read that node's counter only after our
+// key is gone, that is after the raise. (A bare raise would let a contender
+// read the node before it and hand out the same token.) A counter already at
+// the token is another acquisition's, which read the same maximum: two
+// holders of a semaphore's different permits can; each node lets one of
+// them raise it. KEYS[1] lock, KEYS[2] counter, ARGV[1] token, ARGV[2] the
+// new fencing token.
 extern const lock_script script_fence_raise;
+
+// A semaphore's (lock_options::permits; see "Semaphores" in lock.hpp). Its
+// keys: the permits hash (KEYS[1]: `limit` and the holder records, a field
+// per permit), then each permit's key, in order.
+//
+// Takes a permit: the one asked for (ARGV[4], from 0) or, scanning, the
+// first free one after it; a permit already holding our token is ours (a
+// resend). Refuses a limit other than the hash's. The hash lives as long as
+// its longest permit. KEYS[1] permits hash, KEYS[2..n+1] permits, [KEYS[n+2]
+// fencing counter], ARGV[1] token, ARGV[2] ttl ms, ARGV[3] n, ARGV[4] the
+// permit asked for, ARGV[5] two bytes: 's' scan or 'o' only that permit, then
+// '-' no fencing, 'i' INCR the counter (one node), 'r' read it (Redlock
+// round 1; raised by script_fence_raise on the permit's key), [ARGV[6] record].
+extern const lock_script script_permit_acquire;
+// Compare-and-pexpire of one permit, then the hash made to last at least as
+// long (in that order: each PEXPIRE reads the clock anew).
+// KEYS[1] permit, KEYS[2] permits hash, ARGV[1] token, ARGV[2] ttl ms.
+extern const lock_script script_permit_renew;
+// Deletes every permit holding the token (a cleanup need not know which one
+// a lost reply took) and its record; the hash too when no permit is left;
+// writes and deletes the release mark when one went. KEYS[1] permits hash,
+// KEYS[2..n+1] permits, [KEYS[n+2] release mark], ARGV[1] token, ARGV[2] n.
+extern const lock_script script_permit_release;
 
 // Every script above, for tests and for drivers that want them loaded up front.
 extern const lock_script* const lock_scripts_all[];
-constexpr unsigned lock_scripts_count = 9;
+constexpr unsigned lock_scripts_count = 12;
 
 }  // namespace edgelock

@@ -40,6 +40,15 @@
 #define EDGELOCK_LOCK_MAX_HOLDER 160
 #endif
 
+// Most permits of one semaphore (lock_options::permits). An acquire and a
+// release name every permit's key, so they grow with it; configure() refuses
+// a name and a count whose requests would not fit lock_max_request.
+#ifndef EDGELOCK_LOCK_MAX_PERMITS
+#define EDGELOCK_LOCK_MAX_PERMITS 16
+#endif
+
+static_assert(EDGELOCK_LOCK_MAX_PERMITS >= 1 && EDGELOCK_LOCK_MAX_PERMITS <= 64,
+              "EDGELOCK_LOCK_MAX_PERMITS must be in [1, 64]");
 static_assert(EDGELOCK_LOCK_MAX_NODES >= 9 && EDGELOCK_LOCK_MAX_NODES <= 63,
               "EDGELOCK_LOCK_MAX_NODES must be in [9, 63]");
 static_assert(EDGELOCK_LOCK_MAX_NAME >= 1 && EDGELOCK_LOCK_MAX_NAME <= 4096,
@@ -58,6 +67,7 @@ constexpr std::size_t lock_max_name = EDGELOCK_LOCK_MAX_NAME;
 constexpr std::size_t lock_max_owner = EDGELOCK_LOCK_MAX_OWNER;
 constexpr std::size_t lock_max_holder = EDGELOCK_LOCK_MAX_HOLDER;
 constexpr std::uint64_t lock_max_ttl_ms = EDGELOCK_LOCK_MAX_TTL_MS;
+constexpr std::uint8_t lock_max_permits = EDGELOCK_LOCK_MAX_PERMITS;
 constexpr std::uint32_t lock_max_drift_ppm = 500000;  // half the ttl
 
 // The Redis keys of the lock named `name` (see "Keys" in lock.hpp): the
@@ -65,14 +75,26 @@ constexpr std::uint32_t lock_max_drift_ppm = 500000;  // half the ttl
 // and two bytes that put it in the name's Cluster slot), or the mark its
 // releases write and delete (the renewal mark and two more such bytes; see
 // src/core/renewal_mark.cpp).
-// Tools that inspect Redis (the agent's status) take them from here rather
-// than rebuilding the layout.
-enum class lock_key_kind : std::uint8_t { lock, fence_counter, renewal_mark, release_mark };
-constexpr std::size_t lock_key_capacity = lock_max_name + 8;
+// A semaphore's (lock_options::permits) adds the hash of its permits (its
+// limit and holder records), and each permit's key (permit_key). Tools that
+// inspect Redis (the agent's status) take them from here rather than
+// rebuilding the layout.
+enum class lock_key_kind : std::uint8_t {
+    lock,
+    fence_counter,
+    renewal_mark,
+    release_mark,
+    permits
+};
+constexpr std::size_t lock_key_capacity = lock_max_name + 12;
 // Writes the key into out (capacity bytes) and returns its length; 0, writing
 // nothing, when name is empty or longer than lock_max_name, out too small, or
 // (for the counter) the name holds a '}' outside a hash tag.
 std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t capacity) noexcept;
+// The key of a semaphore's permit `index` (from 0): `{name}:permit:index`,
+// or `name:permit:index` for a name with a hash tag. 0 as lock_key does, and
+// for an index of lock_max_permits or more.
+std::size_t permit_key(str_view name, std::uint8_t index, char* out, std::size_t capacity) noexcept;
 
 // A buffer of this many bytes holds any request the machine emits (the longest
 // is an EVAL carrying script text, up to three keys and three arguments (the
@@ -110,6 +132,9 @@ enum class lock_errc : std::uint8_t {
     bad_node,          // node index not below the configured node count
     buffer_too_small,  // poll_transmit: nothing written, size says how much is needed
     bad_replicas,      // min_replicas with a replica_timeout of 0 or not below node_timeout
+    bad_permits,       // permits above lock_max_permits, with the reentrant mode or
+                       // renew_resurrects, or more than a request can name for a name this
+                       // long (see lock_max_request)
 };
 
 const char* describe(lock_errc code) noexcept;
@@ -118,6 +143,12 @@ enum class lock_mode : std::uint8_t { plain, reentrant, fenced };
 
 struct lock_options {
     lock_mode mode = lock_mode::plain;
+    // 0: a lock. 1..lock_max_permits: a semaphore of that many leased permits
+    // on the name (see "Semaphores" in lock.hpp): each acquisition holds one
+    // permit, with everything a lock's hold has (ttl, renewals, validity,
+    // fencing token, holder record, release, waiters told). Plain and fenced
+    // modes.
+    std::uint8_t permits = 0;
     duration ttl = duration::seconds(10);
     // Per request; small against the ttl (the spec suggests 5-50 ms for 10 s).
     // A NOSCRIPT retry, or the script after a SET that found the key taken,
@@ -216,6 +247,7 @@ enum class lock_failure : std::uint8_t {
     validity_ended,  // held or renewing, and the validity deadline passed
     not_replicated,  // min_replicas: nodes took the key, too few replicas acknowledged it
     held_too_long,   // lost: held for the watchdog's max_hold, and let go (client_lock)
+    permits_differ,  // a semaphore's node holds another limit (lock_options::permits)
 };
 
 const char* describe(lock_failure reason) noexcept;
@@ -231,6 +263,9 @@ struct lock_event {
     // released: nodes that answered that the key was not ours any more (expired,
     // evicted, deleted, taken). Nodes that did not answer are in neither count.
     std::uint8_t absent = 0;
+    std::int16_t permit = -1;  // acquired, a semaphore: the permit it holds (from 0)
+    // failed, permits_differ: the limit a node holds (up to 32767; 0 when not a number)
+    std::int16_t permits_found = -1;
 };
 
 // What a node's server can do for a lock, as the driver learnt it at set-up.

@@ -278,22 +278,18 @@ bool client_base::failover_side::clean(client_base& self, std::uint8_t n, instan
     return any;
 }
 
-// A compare-and-delete of l's key by its token, as EVAL (the master's script
-// cache is not known), its reply not read; false when it does not fit with
-// `room` bytes to spare.
+// A compare-and-delete of l's key (a semaphore's permit) by its token, as
+// EVAL (the master's script cache is not known), its reply not read; false when it does not fit
+// with `room` bytes to spare.
 bool client_base::failover_side::write_delete(client_base& self, std::uint8_t n,
                                               const client_lock& l, std::size_t room,
                                               instant now) noexcept {
     detail::connection& c = self.conns_[n];
-    char hex[owner_token::hex_size];
-    l.machine_.token().to_hex(hex);
-    const str_view args[] = {"EVAL", script_release.text, "1", l.machine_.name(),
-                             str_view(hex, sizeof hex)};
-    const resp_encoded e = resp_encode_command(c.tx + c.tx_size, sizeof c.tx - c.tx_size, args, 5);
-    if (e.error != resp_encode_errc::ok || sizeof c.tx - c.tx_size < e.size + room) {
+    const std::size_t size = l.machine_.encode_delete(c.tx + c.tx_size, sizeof c.tx - c.tx_size);
+    if (size == 0 || sizeof c.tx - c.tx_size < size + room) {
         return false;
     }
-    c.tx_size += e.size;
+    c.tx_size += size;
     detail::in_flight f;
     f.to = reply_to::discard;
     self.push_in_flight(n, f, now);

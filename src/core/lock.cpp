@@ -84,6 +84,16 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
         (options.replica_timeout.ms() == 0 || options.replica_timeout >= options.node_timeout)) {
         return lock_errc::bad_replicas;
     }
+    if (options.permits != 0) {
+        if (!detail::counter_shares_slot(name)) {
+            return lock_errc::name_unslotted;  // a permit's key would not share its slot
+        }
+        if (options.permits > lock_max_permits || options.mode == lock_mode::reentrant ||
+            options.renew_resurrects ||
+            detail::longest_permit_request(name, options) > lock_max_request) {
+            return lock_errc::bad_permits;
+        }
+    }
     if (!random.valid()) {
         return lock_errc::no_random_source;
     }
@@ -133,8 +143,10 @@ lock_errc lock::resume(const owner_token& token, instant now) noexcept {
     if (state_ != lock_state::idle) {
         return lock_errc::busy;
     }
-    if (options_.mode == lock_mode::reentrant) {
-        return lock_errc::bad_mode_option;  // reentrant holds belong to an owner, not a token
+    if (options_.mode == lock_mode::reentrant || options_.permits != 0) {
+        // Reentrant holds belong to an owner, not a token; a permit's renew
+        // needs to know which permit.
+        return lock_errc::bad_mode_option;
     }
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         if ((slots_[i].flags & (slot_cleanup | slot_cleanup_out)) != 0) {
@@ -222,6 +234,7 @@ lock_errc lock::acquire(instant now) noexcept {
     wait_deadline_ = now + options_.wait;
     holds_ = 0;
     fence_ = 0;
+    hint_ = -1;
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         slots_[i].flags = static_cast<std::uint16_t>(slots_[i].flags & ~slot_holder);
     }
@@ -230,6 +243,20 @@ lock_errc lock::acquire(instant now) noexcept {
 }
 
 void lock::start_acquire_round(instant now) noexcept {
+    if (options_.permits != 0) {
+        // The permit named free by the last round, else one at random (on
+        // one node, where the scan starts).
+        std::uint64_t pick = 0;
+        if (hint_ >= 0) {
+            permit_ = static_cast<std::uint8_t>(hint_);
+        } else if (random_between(random_, 0, options_.permits - 1U, pick)) {
+            permit_ = static_cast<std::uint8_t>(pick);
+        } else {
+            permit_ = static_cast<std::uint8_t>((permit_ + 1U) % options_.permits);
+        }
+        hint_ = -1;
+        permits_found_ = -1;
+    }
     state_ = lock_state::acquiring;
     t0_ = now;
     round_max_ = 0;

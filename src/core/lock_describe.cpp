@@ -49,6 +49,9 @@ const char* describe(lock_errc code) noexcept {
         return "buffer too small for the request";
     case lock_errc::bad_replicas:
         return "min_replicas needs a replica_timeout above 0 and below the node timeout";
+    case lock_errc::bad_permits:
+        return "bad permits: above the most a semaphore has, with the reentrant mode or "
+               "renew_resurrects, or too many to name in one request for a name this long";
     }
     return "unknown lock error";
 }
@@ -115,6 +118,8 @@ const char* describe(lock_failure reason) noexcept {
         return "too few replicas acknowledged the key (min_replicas)";
     case lock_failure::held_too_long:
         return "held for max_hold: let go";
+    case lock_failure::permits_differ:
+        return "the semaphore has another limit of permits on a node";
     }
     return "unknown lock failure";
 }

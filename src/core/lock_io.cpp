@@ -131,6 +131,29 @@ bool lock::answer_set_acquire(slot& s, const detail::lock_reply& r) noexcept {
     return true;
 }
 
+void lock::answer_permit(const detail::lock_reply& r, vote& v) noexcept {
+    if (r.shape != detail::reply_shape::pair || !r.three) {
+        return;
+    }
+    if (v == vote::yes) {
+        // The permit taken: any on one node, under Redlock the one asked for.
+        if (r.third < 0 || r.third >= options_.permits || (node_count_ > 1 && r.third != permit_)) {
+            v = vote::no;  // what it took, if anything, the cleanups find
+            return;
+        }
+        permit_ = static_cast<std::uint8_t>(r.third);
+    } else if (v == vote::refused) {
+        if (r.third >= 0 && r.third < options_.permits && hint_ < 0) {
+            hint_ = static_cast<std::int8_t>(r.third);
+        }
+    } else if (r.first == -1) {
+        // Another limit: its value (0 when it does not read as one).
+        permits_found_ = static_cast<std::int16_t>(r.second < 0       ? 0
+                                                   : r.second > 32767 ? 32767
+                                                                      : r.second);
+    }
+}
+
 lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
                          std::size_t count, instant now) noexcept {
     if (state_ == lock_state::unconfigured) {
@@ -173,16 +196,17 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
     // What the reply says, independent of whether it is on time.
     vote v = vote::no;
     std::int64_t value = 0;
+    // A semaphore's acquire answers three integers, a lock's two.
+    const bool shaped = r.shape == detail::reply_shape::pair && r.three == (options_.permits != 0);
     switch (kind) {
     case req::acquire:
-        if (r.shape == detail::reply_shape::pair && r.first == 1 && r.second >= 0 &&
-            r.second <= max_fence) {
+        if (shaped && r.first == 1 && r.second >= 0 && r.second <= max_fence) {
             v = vote::yes;
             value = r.second;
             if (options_.mode == lock_mode::fenced && !fenced_redlock() && value < 1) {
                 v = vote::no;  // a fenced single node must hand out a counter
             }
-        } else if (r.shape == detail::reply_shape::pair && r.first == 0) {
+        } else if (shaped && r.first == 0) {
             v = vote::refused;
             value = r.second;
         } else if (via_set &&
@@ -195,15 +219,16 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         if (r.shape == detail::reply_shape::integer) {
             if (r.first >= 0 && static_cast<std::uint64_t>(r.first) == fence_) {
                 v = vote::yes;
-            } else if (r.first >= 0 && static_cast<std::uint64_t>(r.first) > fence_) {
-                v = vote::refused;
+            } else if (r.first == -2 ||
+                       (r.first >= 0 && static_cast<std::uint64_t>(r.first) > fence_)) {
+                v = vote::refused;  // the counter is at or past the token: another's
             }
         }
         break;
     case req::renew:
         if (r.shape == detail::reply_shape::integer) {
             v = r.first == 1 ? vote::yes : (r.first == 0 ? vote::refused : vote::no);
-        } else if (r.shape == detail::reply_shape::pair) {
+        } else if (r.shape == detail::reply_shape::pair && !r.three) {
             // renew_resurrects sends the acquire script.
             v = r.first == 1 ? vote::yes : (r.first == 0 ? vote::refused : vote::no);
         }
@@ -223,6 +248,9 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         handle_late(s, kind, round, v == vote::yes);
         return lock_errc::ok;
     }
+    if (kind == req::acquire && options_.permits != 0) {
+        answer_permit(r, v);
+    }
     if (via_set && (s.flags & slot_told_set) != 0 && taken_by_another(r)) {
         // A told waiter's SET: the PTTL ahead of it read the key, which is
         // now tracked, and said the holder's ttl. Busy, no script needed.
@@ -232,8 +260,12 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
     } else if (via_set && answer_set_acquire(s, r)) {
         return lock_errc::ok;
     }
-    const bool marked = kind == req::renew || kind == req::release ||
-                        (kind == req::acquire && !options_.holder.empty());
+    // A semaphore's only mark is the release's: its acquire and renew keys
+    // are all needed.
+    const bool marked = options_.permits != 0
+                            ? kind == req::release
+                            : kind == req::renew || kind == req::release ||
+                                  (kind == req::acquire && !options_.holder.empty());
     if (marked && r.shape == detail::reply_shape::tryagain && (s.flags & slot_unmarked) == 0) {
         // A Cluster slot migrating with the key and its marks (an acquire's:
         // the holder record's) on different sides: once more without them,

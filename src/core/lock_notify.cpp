@@ -81,7 +81,9 @@ lock_errc lock::on_told(std::uint8_t node, instant now) noexcept {
 }
 
 bool lock::is_renewal_mark(str_view key) const noexcept {
-    return state_ != lock_state::unconfigured && detail::is_mark(key, name_, marks_, false);
+    // A semaphore renews none: a lock's of the same name says nothing of it.
+    return state_ != lock_state::unconfigured && options_.permits == 0 &&
+           detail::is_mark(key, name_, marks_, false);
 }
 
 std::size_t lock::renewal_mark(char* out) const noexcept {

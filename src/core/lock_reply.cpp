@@ -54,7 +54,7 @@ lock_reply read_lock_reply(const resp_node* nodes, std::size_t count) noexcept {
         out.first = top.integer;
         return out;
     }
-    if (top.type != resp_type::array || top.count != 2) {
+    if (top.type != resp_type::array || (top.count != 2 && top.count != 3)) {
         return out;
     }
     const std::size_t a = value_at(nodes, count, i + 1);
@@ -64,6 +64,14 @@ lock_reply read_lock_reply(const resp_node* nodes, std::size_t count) noexcept {
     const std::size_t b = value_at(nodes, count, nodes[a].end > a ? nodes[a].end : a + 1);
     if (b >= count || nodes[b].type != resp_type::integer) {
         return out;
+    }
+    if (top.count == 3) {
+        const std::size_t c = value_at(nodes, count, nodes[b].end > b ? nodes[b].end : b + 1);
+        if (c >= count || nodes[c].type != resp_type::integer) {
+            return out;
+        }
+        out.third = nodes[c].integer;
+        out.three = true;
     }
     out.shape = reply_shape::pair;
     out.first = nodes[a].integer;

@@ -99,6 +99,12 @@ std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t c
         (fence && !detail::counter_shares_slot(name))) {
         return 0;
     }
+    if (kind == lock_key_kind::permits) {
+        if (!detail::counter_shares_slot(name) || capacity < name.size + 2 + 8) {
+            return 0;
+        }
+        return detail::make_permit_key(out, name, -1);
+    }
     if (kind == lock_key_kind::renewal_mark || kind == lock_key_kind::release_mark) {
         const bool release = kind == lock_key_kind::release_mark;
         char suffixes[4];

@@ -138,11 +138,17 @@ void lock::become_held(std::uint32_t won_round, instant now) noexcept {
     ev.validity_deadline = v;
     ev.fence = fence_;
     ev.holds = holds_;
+    ev.permit = static_cast<std::int16_t>(options_.permits != 0 ? permit_ : -1);
     push_event(ev);
 }
 
 void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     const bool acquire_round = round_kind_ == req::acquire;
+    if (acquire_round && permits_found_ >= 0) {
+        // A semaphore of another limit: no retry would change that.
+        reason = lock_failure::permits_differ;
+        tries_left_ = 0;
+    }
     const bool busy = reason == lock_failure::no_quorum && refused_ != 0 && acquire_round;
     close_round();
     queue_cleanup_all();
@@ -167,6 +173,13 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
         // The key changed meanwhile: again at once, or as soon as a noisy
         // server's pushes allow (told_pace.hpp).
         timers_.set(timer::retry, told_at);
+        state_ = lock_state::retry_wait;
+        return;
+    }
+    if (tries_left_ > 0 && busy && options_.permits != 0 && hint_ >= 0 && now < wait_deadline_) {
+        // A semaphore's node named a free permit: the next round asks for
+        // it now, rather than wait for the one asked for to be released.
+        timers_.set(timer::retry, now);
         state_ = lock_state::retry_wait;
         return;
     }
@@ -196,6 +209,7 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     } else {
         ev.kind = lock_event_kind::failed;
         ev.reason = reason;
+        ev.permits_found = reason == lock_failure::permits_differ ? permits_found_ : -1;
     }
     push_event(ev);
 }

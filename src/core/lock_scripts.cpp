@@ -122,18 +122,73 @@ const lock_script script_fenced_read = {
 const lock_script script_fence_raise = {
     "if redis.pcall('get', KEYS[1]) ~= ARGV[1] then return -1 end\n"
     "local c = tonumber(redis.call('get', KEYS[2]) or '0')\n"
-    "local t = tonumber(ARGV[2])\n"
-    "if c < t then\n"
+    "if c < tonumber(ARGV[2]) then\n"
     "  redis.call('set', KEYS[2], ARGV[2])\n"
-    "  return t\n"
+    "  return tonumber(ARGV[2])\n"
     "end\n"
-    "return c",
-    "1633a1cc7f2112818219dcafe93f2678086d3e32"};
+    "return -2",
+    "7895339e4cdc9e14618b27a74ee321e559b83572"};
+
+// The semaphore's scripts are written tight: the acquire and the release
+// name every permit, and their EVAL must fit lock_max_request.
+const lock_script script_permit_acquire = {
+    "if redis.replicate_commands then redis.replicate_commands() end\n"
+    "local r,K,A=redis.call,KEYS,ARGV\n"
+    "local n,w,f=tonumber(A[3]),tonumber(A[4]),A[5]\n"
+    "local l=r('hget',K[1],'limit')\n"
+    "if l and l~=A[3] then return {-1,tonumber(l) or -1,-1} end\n"
+    "local o,g,e,t=f:sub(1,1)=='o',-1,-1,-1\n"
+    "for j=0,n-1 do\n"
+    "local i=(w+j)%n\n"
+    "local v=redis.pcall('get',K[i+2])\n"
+    "if v==A[1] and (i==w or not o) then g=i break end\n"
+    "if not v then if e<0 then e=i end\n"
+    "else local p=r('pttl',K[i+2]) if t<0 or p<t then t=p end end\n"
+    "end\n"
+    "if g<0 and e>=0 and (e==w or not o) then r('set',K[e+2],A[1],'PX',A[2]) g=e end\n"
+    "if g<0 then return {0,t,e} end\n"
+    "r('pexpire',K[g+2],A[2])\n"
+    "r('hset',K[1],'limit',A[3])\n"
+    "local s=r('time')\n"
+    "if A[6] then r('hset',K[1],tostring(g),A[1]..'\\n'..s[1]..'\\n'..A[6]) end\n"
+    "if r('pttl',K[1])<tonumber(A[2]) then r('pexpire',K[1],A[2]) end\n"
+    "f=f:sub(2,2)\n"
+    "if f=='-' then return {1,0,g} end\n"
+    "local m,c=s[1]*1000000+s[2],tonumber(r('get',K[n+2])) or 0\n"
+    "if f=='i' then\n"
+    "if c<m then r('set',K[n+2],string.format('%.0f',m)) end\n"
+    "return {1,r('incr',K[n+2]),g}\n"
+    "end\n"
+    "return {1,c<m and m or c,g}",
+    "837dd807ea0bdc061aa71c797a9785f0b99e318f"};
+
+const lock_script script_permit_renew = {
+    "if redis.pcall('get',KEYS[1])~=ARGV[1] then return 0 end\n"
+    "local x=redis.call('pexpire',KEYS[1],ARGV[2])\n"
+    "if redis.call('pttl',KEYS[2])<tonumber(ARGV[2]) then redis.call('pexpire',KEYS[2],ARGV[2]) "
+    "end\n"
+    "return x",
+    "ad1e03f5825533c7f0cbe4160c9eee2958c7bde4"};
+
+const lock_script script_permit_release = {
+    "local r,K,n,d,k=redis.call,KEYS,tonumber(ARGV[2]),0,0\n"
+    "for i=0,n-1 do\n"
+    "local v=redis.pcall('get',K[i+2])\n"
+    "if v==ARGV[1] then r('del',K[i+2]) r('hdel',K[1],tostring(i)) d=1\n"
+    "elseif v then k=1 end\n"
+    "end\n"
+    "if d==1 then\n"
+    "if k==0 then r('del',K[1]) end\n"
+    "if K[n+2] then r('set',K[n+2],'') r('del',K[n+2]) end\n"
+    "end\n"
+    "return d",
+    "eb1013c93f2f1659adf89312346cbab9d7946d8b"};
 
 const lock_script* const lock_scripts_all[] = {
     &script_acquire,           &script_release,           &script_renew,
     &script_reentrant_acquire, &script_reentrant_release, &script_reentrant_renew,
     &script_fenced_acquire,    &script_fenced_read,       &script_fence_raise,
+    &script_permit_acquire,    &script_permit_renew,      &script_permit_release,
 };
 
 static_assert(sizeof lock_scripts_all / sizeof lock_scripts_all[0] == lock_scripts_count,

@@ -22,6 +22,43 @@ lock::outgoing lock::next_send(std::uint8_t node) const noexcept {
     return round_open() && s.send != req::none ? outgoing::request : outgoing::none;
 }
 
+detail::permit_call lock::permit_request(req kind, bool eval, std::uint16_t flags, str_view token,
+                                         str_view ttl) const noexcept {
+    permit_call call;
+    call.kind = kind == req::acquire ? permit_req::acquire
+                : kind == req::renew ? permit_req::renew
+                                     : permit_req::release;
+    call.name = name_;
+    call.permits = options_.permits;
+    call.permit = permit_;
+    call.eval = eval;
+    call.only = node_count_ > 1;
+    call.fence = options_.mode != lock_mode::fenced ? '-' : fenced_redlock() ? 'r' : 'i';
+    call.token = token;
+    call.ttl = ttl;
+    call.record = options_.holder;
+    call.marks = (flags & slot_unmarked) != 0 ? nullptr : marks_;
+    return call;
+}
+
+std::size_t lock::encode_delete(char* buf, std::size_t capacity) const noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return 0;
+    }
+    char hex[owner_token::hex_size];
+    token_.to_hex(hex);
+    const str_view token(hex, sizeof hex);
+    if (options_.permits != 0) {
+        const std::size_t size = encode_permit_call(
+            permit_request(req::release, true, slot_unmarked, token, str_view()), buf, capacity);
+        return size <= capacity ? size : 0;
+    }
+    const str_view keys[] = {name_};
+    const resp_encoded e =
+        encode_script_call(script_release, true, keys, 1, &token, 1, buf, capacity);
+    return e.error == resp_encode_errc::ok ? e.size : 0;
+}
+
 lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept {
     lock_transmit out;
     if (state_ == lock_state::unconfigured) {
@@ -55,9 +92,11 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const str_view owner = options_.mode == lock_mode::reentrant && !options_.owner.empty()
                                ? options_.owner
                                : token_view;
-    // The lock's key is its name; the fence counter's key is made only for
-    // the requests that name it.
-    const str_view lock_key = name_;
+    // The lock's key is its name (a semaphore's round 2: the permit's); the
+    // fence counter's key is made only for the requests that name it.
+    char permit[lock_key_capacity];
+    const str_view lock_key =
+        options_.permits != 0 ? str_view(permit, make_permit_key(permit, name_, permit_)) : name_;
     const str_view ttl(numbers_ + number_at[0], number_sizes_[0]);
     char fence_digits[20];
 
@@ -66,7 +105,8 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         kind == req::acquire && !options_.holder.empty() && (s.flags & slot_unmarked) == 0;
     const bool set_capable =
         kind == req::acquire && options_.mode == lock_mode::plain && options_.min_replicas == 0 &&
-        !records && (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get;
+        options_.permits == 0 && !records &&
+        (s.flags & (slot_set_get | slot_set_get_off | slot_as_script)) == slot_set_get;
     // A told waiter's next try (the key was found taken): PTTL, then the SET.
     // The PTTL says the holder's ttl, which the script was sent for (the
     // waiter polls after it, should no word come); two commands Redis runs
@@ -150,10 +190,16 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
                              str_view(numbers_ + number_at[2], number_sizes_[2])};
     const std::size_t after = waits ? resp_command_size(wait, 3) : 0;
     const std::size_t room = capacity > at + after ? capacity - at - after : 0;
-    resp_encoded enc = via_set
-                           ? detail::encode_set_acquire(lock_key, token_view, ttl, buf + at, room)
-                           : detail::encode_script_call(*script, eval, keys, key_count, args,
-                                                        arg_count, buf + at, room);
+    resp_encoded enc;
+    if (options_.permits != 0 && kind != req::fence_raise) {
+        enc.size = encode_permit_call(permit_request(kind, eval, s.flags, token_view, ttl),
+                                      buf + at, room);
+        enc.error = enc.size > room ? resp_encode_errc::too_large : resp_encode_errc::ok;
+    } else {
+        enc = via_set ? detail::encode_set_acquire(lock_key, token_view, ttl, buf + at, room)
+                      : detail::encode_script_call(*script, eval, keys, key_count, args, arg_count,
+                                                   buf + at, room);
+    }
     if (enc.error != resp_encode_errc::ok || capacity < at + after) {
         out.error = lock_errc::buffer_too_small;
         out.size = at + enc.size + after;

@@ -43,6 +43,32 @@ std::size_t make_release_mark(char* out, str_view name, const char* suffixes) no
 // compared where it lies.
 bool is_mark(str_view key, str_view name, const char* suffixes, bool release) noexcept;
 
+// A semaphore's keys (permit_request.cpp): permit `index`, or for index -1
+// the permits hash, written into out (lock_key_capacity bytes); name as for
+// the counter (counter_shares_slot).
+std::size_t make_permit_key(char* out, str_view name, int index) noexcept;
+
+enum class permit_req : std::uint8_t { acquire, renew, release };
+// One semaphore request (see the permit scripts in lock_scripts.hpp).
+struct permit_call {
+    permit_req kind = permit_req::acquire;
+    str_view name;
+    std::uint8_t permits = 1;
+    std::uint8_t permit = 0;  // acquire: the one asked for; renew: the one held
+    bool eval = false;
+    bool only = false;  // acquire: that permit only (Redlock), else the first free from it
+    char fence = '-';   // acquire: '-' none, 'i' INCR (one node), 'r' read (Redlock round 1)
+    str_view token;
+    str_view ttl;
+    str_view record;              // acquire: the holder record's text; empty: none
+    const char* marks = nullptr;  // release: the name's mark suffixes; null: no release mark
+};
+// Writes the request into out while it fits and returns its whole size:
+// nothing usable was written when that is above capacity.
+std::size_t encode_permit_call(const permit_call& call, char* out, std::size_t capacity) noexcept;
+// The longest request a semaphore of this name and these options can send.
+std::size_t longest_permit_request(str_view name, const lock_options& options) noexcept;
+
 // SET key token NX PX ttl GET: the plain acquire in one command (Redis >= 7).
 resp_encoded encode_set_acquire(str_view key, str_view token, str_view ttl, char* out,
                                 std::size_t capacity) noexcept;
@@ -54,7 +80,7 @@ resp_encoded encode_script_call(const lock_script& script, bool eval, const str_
 
 enum class reply_shape : std::uint8_t {
     integer,    // first = the value
-    pair,       // a two-integer array: first, second
+    pair,       // a two- or three-integer array: first, second (, third)
     nil,        // a null (RESP2's $-1 or *-1, RESP3's _)
     status,     // a simple string (+OK): text
     text,       // a bulk or verbatim string: text
@@ -70,7 +96,9 @@ struct lock_reply {
     reply_shape shape = reply_shape::other;
     std::int64_t first = 0;
     std::int64_t second = 0;
-    str_view text;  // status, text: the string; points into the reply
+    std::int64_t third = -1;  // pair of three: the third integer
+    bool three = false;       // pair: three integers (a semaphore's acquire), not two
+    str_view text;            // status, text: the string; points into the reply
 };
 
 // Never reads outside nodes[0, count); tolerates RESP3 attributes.

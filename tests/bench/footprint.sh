@@ -40,7 +40,7 @@ for src in src/core/*.cpp; do
 done
 codec="$work/resp_decoder.o $work/resp_lexical.o $work/resp_encoder.o"
 machine="$work/lock.o $work/lock_io.o $work/lock_notify.o $work/lock_reply.o $work/lock_request.o \
-$work/lock_rounds.o $work/lock_scripts.o $work/lock_transmit.o $work/redlock.o $work/renewal_mark.o \
+$work/lock_rounds.o $work/lock_scripts.o $work/permit_request.o $work/lock_transmit.o $work/redlock.o $work/renewal_mark.o \
 $work/token.o"
 describe="$work/resp_describe.o $work/lock_describe.o"
 # Every core source is in one of the groups: a file split off later must not
@@ -180,7 +180,7 @@ never calls them loses them to \`--gc-sections\`.
 | | code (.text) | read-only (.rodata) | text | .data | .bss |
 |---|---:|---:|---:|---:|---:|
 $(row "codec (resp_decoder, resp_lexical, resp_encoder)" $codec)
-$(row "state machine (lock, lock_io, lock_notify, lock_reply, lock_request, lock_rounds, lock_scripts, lock_transmit, redlock, renewal_mark, token)" $machine)
+$(row "state machine (lock, lock_io, lock_notify, lock_reply, lock_request, lock_rounds, lock_scripts, permit_request, lock_transmit, redlock, renewal_mark, token)" $machine)
 $(row "codec + state machine" $codec $machine)
 $(row "all of the core, describe() included" $codec $machine $describe)
 $(row "describe() (resp_describe, lock_describe)" $describe)

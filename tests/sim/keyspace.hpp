@@ -251,6 +251,52 @@ public:
         return v;
     }
 
+    // HGET: false when the key or the field is missing.
+    bool hget(const std::string& k, const std::string& f, std::uint64_t now, std::string& out) {
+        read(k);
+        entry* e = hash_entry(k, now);
+        if (e == nullptr || e->fields.count(f) == 0) {
+            return false;
+        }
+        out = e->fields[f];
+        return true;
+    }
+    void hset(const std::string& k, const std::string& f, const std::string& v, std::uint64_t now) {
+        entry* e = hash_entry(k, now);
+        if (e == nullptr) {
+            entry fresh;
+            fresh.hash = true;
+            data[k] = fresh;
+            e = &data[k];
+        }
+        e->fields[f] = v;
+        changed(k);
+    }
+    void hdel(const std::string& k, const std::string& f, std::uint64_t now) {
+        entry* e = hash_entry(k, now);
+        if (e != nullptr && e->fields.erase(f) != 0) {
+            if (e->fields.empty()) {
+                data.erase(k);  // Redis deletes an empty hash
+            }
+            changed(k);
+        }
+    }
+    // Lua's redis.pcall('get', k): nothing (false), a string, or (another
+    // type) an error table, which is true and equal to no string.
+    enum class lua_get { missing, string, other };
+    lua_get pcall_get(const std::string& k, std::uint64_t now, std::string& out) {
+        read(k);
+        const entry* e = find(k, now);
+        if (e == nullptr) {
+            return lua_get::missing;
+        }
+        if (e->hash) {
+            return lua_get::other;
+        }
+        out = e->str;
+        return lua_get::string;
+    }
+
 private:
     void read(const std::string& k) {
         if (noting) {

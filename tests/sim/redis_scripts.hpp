@@ -13,6 +13,7 @@
 
 #include "edgelock/lock_scripts.hpp"
 #include "sim/keyspace.hpp"
+#include "sim/permit_scripts.hpp"
 
 namespace sim {
 
@@ -179,7 +180,12 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
             ks.set(key(1), arg(1));
             return resp_int(t);
         }
-        return resp_int(c);
+        return resp_int(-2);
+    }
+    const std::string permit =
+        run_permit_script(ks, s, keys.size(), args.size(), key, arg, clock, now);
+    if (!permit.empty()) {
+        return permit;
     }
     throw redis_error("ERR unknown script");
 }
