@@ -168,6 +168,10 @@ TEST_CASE("cli inspect: a Redlock's record is on every node", "[cli][holder]") {
     redis_server a;
     redis_server b;
     redis_server c;
+    for (const redis_server* srv : {&a, &b, &c}) {
+        redis_client admin(srv->port());
+        load_scripts(admin);  // as an earlier run would: no node late for a NOSCRIPT
+    }
     const std::string nodes = redis_url(a) + "," + redis_url(b) + "," + redis_url(c);
     const std::string key = "cli-inspect-redlock";
     const run_result acquired = agent({"acquire", "-N", nodes, "--label", "three", key});
