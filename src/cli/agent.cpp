@@ -84,7 +84,11 @@ void on_lock_event(void*, client_lock& l, const lock_event& ev) {
     switch (ev.kind) {
     case lock_event_kind::acquired:
         watch.validity = ev.validity_deadline;
-        say(2, "acquired '%s' (valid %llu ms%s)", opt.key.c_str(),
+        say(2, "acquired '%s'%s (valid %llu ms%s)", opt.key.c_str(),
+            ev.permit >= 0
+                ? (", permit " + std::to_string(ev.permit) + " of " + std::to_string(opt.permits))
+                      .c_str()
+                : "",
             static_cast<unsigned long long>((ev.validity_deadline - port::now()).ms()),
             opt.fencing ? (", fencing token " + std::to_string(ev.fence)).c_str() : "");
         break;
@@ -183,14 +187,27 @@ int unavailable(const client_lock& l) {
 int not_acquired(const client_lock& l, const lock_event& ev) {
     if (ev.kind == lock_event_kind::busy ||
         (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::fence_conflict)) {
+        const std::string what = opt.permits != 0 ? "every permit of '" + opt.key + "' (" +
+                                                        std::to_string(opt.permits) + ") is"
+                                                  : "'" + opt.key + "' is";
         if (ev.holder_ttl_ms >= 0) {
-            say(1, "'%s' is held by another owner (for %lld ms more)", opt.key.c_str(),
+            say(1, "%s held by another owner (%s %lld ms more)", what.c_str(),
+                opt.permits != 0 ? "the first for" : "for",
                 static_cast<long long>(ev.holder_ttl_ms));
         } else {
-            say(1, "'%s' is held by another owner", opt.key.c_str());
+            say(1, "%s held by another owner", what.c_str());
         }
         report_nodes();  // the nodes that did not answer "busy"
         return opt.conflict_exit;
+    }
+    if (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::permits_differ) {
+        if (ev.permits_found > 0) {
+            say(1, "'%s' is a semaphore of %d permits on a node, not %u (--permits)",
+                opt.key.c_str(), static_cast<int>(ev.permits_found), opt.permits);
+        } else {
+            say(1, "'%s' has an unreadable limit of permits on a node", opt.key.c_str());
+        }
+        return exit_config;
     }
     if (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::random_failed) {
         say(1, "no secure random bytes for a token");
@@ -235,6 +252,7 @@ duration connect_allowance(duration ttl) {
 lock_options lock_options_from(const options& o) {
     lock_options lo;
     lo.mode = o.fencing ? lock_mode::fenced : lock_mode::plain;
+    lo.permits = static_cast<std::uint8_t>(o.permits);
     lo.ttl = o.ttl;
     const std::uint64_t t = node_allowance(o.ttl).us;
     lo.node_timeout = duration::micros(t);
@@ -379,6 +397,13 @@ int setup(client_lock& l) {
     if (le != client_errc::ok) {
         if (l.lock_error() == lock_errc::bad_ttl) {
             say(0, "--ttl is too short: it must exceed the clock drift allowance (1%% + 2 ms)");
+        } else if (l.lock_error() == lock_errc::bad_permits) {
+            // Options checks the range: the requests, which name every
+            // permit's key, are too long for this name.
+            say(0,
+                "--permits %u is too many for a name of %zu bytes: an acquire names every "
+                "permit's key, and must fit one request (%zu bytes)",
+                opt.permits, opt.key.size(), lock_max_request);
         } else {
             say(0, "%s", describe(l.lock_error()));
         }

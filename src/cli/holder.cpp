@@ -16,16 +16,21 @@ using namespace edgelock;
 namespace {
 
 // The key's type, its ttl, its value (a hash's fields), the renewal mark
-// (which holds the record) and the fencing counter: one round trip. Sent as
+// (which holds the record), the fencing counter and a semaphore's limit of
+// the same name: one round trip. Sent as
 // EVAL: an operator's look is rare, and leaves no script in the cache.
 const char inspect_script[] =
     "local t = redis.call('type', KEYS[1]).ok\n"
     "local v = false\n"
     "if t == 'string' then v = redis.call('get', KEYS[1])\n"
     "elseif t == 'hash' then v = redis.call('hkeys', KEYS[1]) end\n"
-    "local c = false\n"
-    "if KEYS[3] then c = redis.call('get', KEYS[3]) end\n"
-    "return {t, redis.call('pttl', KEYS[1]), v, redis.call('get', KEYS[2]), c}";
+    "local c, l = false, false\n"
+    "if KEYS[4] then\n"
+    "  c = redis.call('get', KEYS[4])\n"
+    "  l = redis.pcall('hget', KEYS[3], 'limit')\n"
+    "  if type(l) ~= 'string' then l = false end\n"
+    "end\n"
+    "return {t, redis.call('pttl', KEYS[1]), v, redis.call('get', KEYS[2]), c, l}";
 
 std::string node_text(const resp_node& n) {
     return n.has_text() ? text(n.text) : std::string();
@@ -42,13 +47,13 @@ void take_inspection(void* ctx, const resp_node* n, std::size_t count) {
         k.error = "the node refused: " + node_text(n[i]);
         return;
     }
-    if (n[i].type != resp_type::array || n[i].count != 5) {
+    if (n[i].type != resp_type::array || n[i].count != 6) {
         k.error = "unexpected reply";
         return;
     }
     std::size_t at = i + 1;
-    const resp_node* e[5];
-    for (int j = 0; j < 5; ++j) {
+    const resp_node* e[6];
+    for (int j = 0; j < 6; ++j) {
         if (at >= count) {
             k.error = "unexpected reply";
             return;
@@ -70,23 +75,31 @@ void take_inspection(void* ctx, const resp_node* n, std::size_t count) {
         k.has_counter = true;
         k.counter = node_text(*e[4]);
     }
+    const std::string limit = node_text(*e[5]);
+    if (!limit.empty() && limit.size() <= 3 &&
+        limit.find_first_not_of("0123456789") == std::string::npos) {
+        k.permits = std::stoi(limit);
+    }
     // The record counts only when it names the key's holder: a mark left
     // by an earlier holder (its key deleted by hand, say) names another.
+    const std::string record = node_text(*e[3]);
+    if (k.type == "string") {
+        k.has_holder = read_holder(record, k.token, k.holder);
+    }
+    for (std::size_t j = 0; j < k.owners.size() && !k.has_holder; ++j) {
+        k.has_holder = read_holder(record, k.owners[j], k.holder);
+    }
+}
+
+}  // namespace
+
+bool read_holder(const std::string& record, const std::string& owner, holder_info& out) {
     holder_record r;
-    const std::string mark = node_text(*e[3]);
-    if (!read_holder_record(str_view(mark.data(), mark.size()), r)) {
-        return;
+    if (!read_holder_record(str_view(record.data(), record.size()), r) || text(r.owner) != owner) {
+        return false;
     }
-    const std::string owner = text(r.owner);
-    bool ours = k.type == "string" && owner == k.token;
-    for (const std::string& o : k.owners) {
-        ours = ours || o == owner;
-    }
-    if (!ours) {
-        return;
-    }
-    k.has_holder = true;
-    k.holder.since_s = r.since_s;
+    holder_info h;
+    h.since_s = r.since_s;
     // "host=H pid=P label=L": the label last, as it may hold spaces.
     const std::string t = text(r.text);
     std::size_t p = 0;
@@ -100,20 +113,20 @@ void take_inspection(void* ctx, const resp_node* n, std::size_t count) {
         const std::string value =
             t.substr(eq + 1, (end == std::string::npos ? t.size() : end) - eq - 1);
         if (field == "host") {
-            k.holder.host = value;
+            h.host = value;
         } else if (field == "pid") {
-            k.holder.pid = value;
+            h.pid = value;
         } else if (field == "label") {
-            k.holder.label = value;
+            h.label = value;
         }
         p = end == std::string::npos ? t.size() : end + 1;
     }
-    if (k.holder.host.empty() && k.holder.pid.empty() && k.holder.label.empty()) {
-        k.holder.label = t;  // another edgelock user's own text
+    if (h.host.empty() && h.pid.empty() && h.label.empty()) {
+        h.label = t;  // another edgelock user's own text
     }
+    out = h;
+    return true;
 }
-
-}  // namespace
 
 std::string holder_text() {
     char host[256] = {};
@@ -143,20 +156,24 @@ void inspect_key(std::uint8_t node, const std::string& name, instant deadline, k
     char mark[lock_key_capacity];
     char counter[lock_key_capacity];
     const std::size_t mark_size = lock_key(n, lock_key_kind::renewal_mark, mark, sizeof mark);
+    char permits[lock_key_capacity];
     const std::size_t counter_size =
         lock_key(n, lock_key_kind::fence_counter, counter, sizeof counter);
+    // Both or neither: a name that cannot have a counter cannot have permits.
+    const std::size_t permits_size = lock_key(n, lock_key_kind::permits, permits, sizeof permits);
     if (mark_size == 0) {
         out.error = "not a lock name";
         return;
     }
+    const bool more = counter_size != 0 && permits_size != 0;
     const str_view args[] = {"EVAL",
                              str_view(inspect_script, sizeof inspect_script - 1),
-                             counter_size != 0 ? "3" : "2",
+                             more ? "4" : "2",
                              n,
                              str_view(mark, mark_size),
+                             str_view(permits, permits_size),
                              str_view(counter, counter_size)};
-    const client_errc e =
-        driver.command(node, args, counter_size != 0 ? 6 : 5, deadline, take_inspection, &out);
+    const client_errc e = driver.command(node, args, more ? 7 : 5, deadline, take_inspection, &out);
     if (!out.answered && out.error.empty()) {
         const node_info i = driver.node(node);
         out.error = std::string("unreachable (") +

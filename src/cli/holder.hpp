@@ -26,7 +26,8 @@ struct holder_info {
 };
 
 // What one node says of the lock named `name` (one request: a script that
-// reads the key, its holder record and its fencing counter).
+// reads the key, its holder record, its fencing counter and the limit of a
+// semaphore of that name).
 struct key_view {
     bool answered = false;
     std::string error;                // when not answered, or the reply made no sense
@@ -38,7 +39,12 @@ struct key_view {
     std::string counter;  // the fencing counter
     bool has_holder = false;
     holder_info holder;  // only when the record belongs to the key's holder
+    int permits = 0;     // a semaphore of the name: its limit (0: none)
 };
+
+// Reads a holder record as the library stores it (read_holder_record) into
+// out when it belongs to `owner` (a record outlives a key deleted by hand).
+bool read_holder(const std::string& record, const std::string& owner, holder_info& out);
 
 // Asks node `node` about `name` until `deadline`. Never fails the caller:
 // out.answered says whether the node did.

@@ -10,6 +10,7 @@
 #include "edgelock/lock.hpp"
 #include "holder.hpp"
 #include "messages.hpp"
+#include "semaphore_view.hpp"
 
 namespace edgelock_cli {
 
@@ -195,6 +196,13 @@ int status_command(client_lock& l) {
         holding += holds(views[i]) ? 1U : 0U;
     }
     const unsigned quorum = l.machine().quorum();
+    semaphore_view sem;
+    if (holding == 0 && inspect_semaphore(opt.key, views, port::now() + look_time, sem)) {
+        // No lock of that name, a semaphore: every permit's holder.
+        print_semaphore_status(sem, quorum, now);
+        std::fflush(stdout);
+        return answered < quorum ? unavailable(l) : exit_ok;
+    }
     if (opt.json) {
         std::string s = "{\"key\":" + json_string(opt.key) +
                         ",\"held\":" + (holding >= quorum ? "true" : "false") +
@@ -221,9 +229,13 @@ int list_command() {
     std::set<std::string> keys;
     bool truncated = false;
     unsigned scanned = 0;
+    // A semaphore's keys start with '{' when its name has no tag: its
+    // permits hash is looked for as such too.
+    const std::string semaphores = "{" + opt.key + "}:permits";
     for (std::uint8_t i = 0; i < driver.node_count(); ++i) {
         std::string error;
-        if (scan_node(i, opt.key, keys, truncated, error)) {
+        if (scan_node(i, opt.key, keys, truncated, error) &&
+            scan_node(i, semaphores, keys, truncated, error)) {
             ++scanned;
         } else {
             say(1, "%s: %s", node_shown(i).c_str(), error.c_str());
@@ -232,8 +244,27 @@ int list_command() {
     const unsigned quorum = driver.node_count() / 2U + 1;
     std::string json = "{\"locks\":[";
     bool first = true;
+    std::set<std::string> listed_semaphores;
     for (const std::string& key : keys) {
-        if (key.size() > lock_max_name || is_companion(key)) {
+        std::string name;
+        if (is_permits_hash(key, name)) {
+            std::vector<key_view> views(driver.node_count());
+            for (std::uint8_t i = 0; i < driver.node_count(); ++i) {
+                inspect_key(i, name, port::now() + look_time, views[i]);
+            }
+            semaphore_view sem;
+            if (listed_semaphores.insert(name).second &&
+                inspect_semaphore(name, views, port::now() + look_time, sem)) {
+                if (opt.json) {
+                    json += (first ? "" : ",") + semaphore_json(sem, quorum);
+                } else {
+                    std::printf("%s\n", semaphore_line(sem, quorum, now).c_str());
+                }
+                first = false;
+            }
+            continue;
+        }
+        if (key.size() > lock_max_name || is_companion(key) || is_permit_key(key)) {
             continue;
         }
         // A lock is a string (plain, fenced) or a hash (reentrant) with a ttl.

@@ -30,6 +30,8 @@ const char* usage_text() {
            "  -n, --nonblock             one try, never wait\n"
            "  -E, --conflict-exit-code N exit status when not acquired (default 1)\n"
            "      --fencing              fencing tokens (EDGELOCK_FENCING_TOKEN for run)\n"
+           "      --permits N            run: a semaphore, at most N holders at once, each\n"
+           "                             with a permit of its own (EDGELOCK_PERMIT, from 0)\n"
            "      --min-replicas N       a node counts only once N of its replicas have\n"
            "                             the key (WAIT after acquire and renew)\n"
            "      --renew-every DURATION renew interval while running (default ttl/3)\n"
@@ -336,6 +338,17 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
             }
         } else if (arg == "--fencing") {
             o.fencing = true;
+        } else if (name == "--permits") {
+            unsigned n = 0;
+            if (!value_of(arg, name.size(), v)) {
+                return false;
+            }
+            if (!parse_byte(v, n) || n == 0 || n > edgelock::lock_max_permits) {
+                error = "--permits must be 1.." + std::to_string(edgelock::lock_max_permits) +
+                        ", not '" + v + "'";
+                return false;
+            }
+            o.permits = n;
         } else if (name == "--password-file") {
             if (!value_of(arg, name.size(), v) || !read_password_file(v, o.password, error)) {
                 return false;
@@ -442,6 +455,11 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
     }
     if (!o.label.empty() && o.cmd != command::run && o.cmd != command::acquire) {
         error = "--label is for run and acquire, which record who holds the lock";
+        return false;
+    }
+    if (o.permits != 0 && o.cmd != command::run) {
+        // acquire would leave a permit whose renew needs to know which one.
+        error = "--permits is for run";
         return false;
     }
     if (o.json && o.cmd != command::status && o.cmd != command::list) {

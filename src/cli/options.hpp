@@ -18,6 +18,7 @@ enum exit_code : int {
     exit_unavailable = 69,  // no quorum of nodes reachable
     exit_software = 70,     // internal error
     exit_lost = 75,         // the lock was lost while the child ran
+    exit_config = 78,       // --permits differs from the semaphore's limit on a node
 };
 
 enum class command { none, run, acquire, renew, release, status, list, help, version };
@@ -34,6 +35,7 @@ struct options {
     bool nonblock = false;
     int conflict_exit = exit_conflict;
     bool fencing = false;
+    unsigned permits = 0;              // run: a semaphore of this many permits; 0: a lock
     unsigned min_replicas = 0;         // WAIT for this many replicas after acquire and renew
     edgelock::duration renew_every{};  // 0: ttl / 3
     edgelock::duration grace = edgelock::duration::seconds(5);

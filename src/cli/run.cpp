@@ -15,6 +15,7 @@
 #include "holder.hpp"
 #include "job.hpp"
 #include "messages.hpp"
+#include "semaphore_view.hpp"
 #include "service_status.hpp"
 
 namespace edgelock_cli {
@@ -31,6 +32,11 @@ std::vector<env_change> child_environment(const client_lock& l) {
         env.push_back({"EDGELOCK_FENCING_TOKEN", std::to_string(l.fence()), false});
     } else {
         env.push_back({"EDGELOCK_FENCING_TOKEN", std::string(), true});
+    }
+    if (opt.permits != 0) {
+        env.push_back({"EDGELOCK_PERMIT", std::to_string(l.permit()), false});
+    } else {
+        env.push_back({"EDGELOCK_PERMIT", std::string(), true});
     }
     env.push_back({"REDISCLI_AUTH", std::string(), true});
     if (const char* list = std::getenv("EDGELOCK_NODES")) {
@@ -64,7 +70,9 @@ void say_holding(const client_lock& l, pid_t leader) {
         std::strftime(since, sizeof since, "%H:%M:%S UTC", &utc);
     }
     const std::string fence = opt.fencing ? ", fencing token " + std::to_string(l.fence()) : "";
-    service_status_holding_is("holding %s since %s%s, running %s (pid %d)", opt.key.c_str(), since,
+    const std::string what =
+        opt.permits != 0 ? "permit " + std::to_string(l.permit()) + " of " + opt.key : opt.key;
+    service_status_holding_is("holding %s since %s%s, running %s (pid %d)", what.c_str(), since,
                               fence.c_str(), opt.child[0].c_str(), static_cast<int>(leader));
 }
 
@@ -72,8 +80,44 @@ void say_holding(const client_lock& l, pid_t leader) {
 // from the first node whose holder recorded itself. Looked up once, under
 // the bound of one request (the lock's own requests go on meanwhile), and
 // only under systemd: the line is for the unit's status.
+// A semaphore's holders, as its waiting line names them: "gw-17 pid 4242
+// (upload) for 3h12m, gw-9 pid 77 (upload) for 5m".
+std::string semaphore_holders(const std::vector<key_view>& views, instant bound) {
+    semaphore_view sem;
+    std::string who;
+    if (!inspect_semaphore(opt.key, views, bound, sem)) {
+        return who;
+    }
+    const std::time_t now = std::time(nullptr);
+    for (std::size_t p = 0; p < static_cast<std::size_t>(sem.limit); ++p) {
+        for (const semaphore_node& n : sem.nodes) {
+            if (p < n.permits.size() && n.permits[p].has_holder) {
+                const holder_info& h = n.permits[p].holder;
+                who += (who.empty() ? "" : ", ") + h.host + (h.pid.empty() ? "" : " pid " + h.pid) +
+                       (h.label.empty() ? "" : " (" + h.label + ")");
+                if (now > 0 && static_cast<std::uint64_t>(now) >= h.since_s) {
+                    who += " for " + held_for(static_cast<std::uint64_t>(now) - h.since_s);
+                }
+                break;
+            }
+        }
+    }
+    return who;
+}
+
 void say_waiting(const client_lock& l) {
     std::string who = "another holder";
+    if (service_status_wanted() && opt.permits != 0) {
+        const instant bound = port::now() + l.machine().options().node_timeout;
+        std::vector<key_view> views(driver.node_count());
+        for (std::uint8_t i = 0; i < driver.node_count() && port::now() < bound; ++i) {
+            inspect_key(i, opt.key, bound, views[i]);
+        }
+        const std::string holders = semaphore_holders(views, bound);
+        service_status("waiting for a permit of %s, all %u held%s%s", opt.key.c_str(), opt.permits,
+                       holders.empty() ? "" : " by ", holders.c_str());
+        return;
+    }
     if (service_status_wanted()) {
         const instant bound = port::now() + l.machine().options().node_timeout;
         for (std::uint8_t i = 0; i < driver.node_count() && port::now() < bound; ++i) {

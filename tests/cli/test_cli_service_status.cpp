@@ -17,6 +17,7 @@
 
 #include "cli/agent_helpers.hpp"
 #include "cli/cli_helpers.hpp"
+#include "cli/notify_listener.hpp"
 #include "integration/redis_server.hpp"
 #include "tools/clock.hpp"
 #include "tools/files.hpp"
@@ -25,44 +26,6 @@
 using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
 
 namespace {
-
-// A unix datagram socket bound to `name` (a path, or "@name": abstract).
-struct notify_listener {
-    int fd = -1;
-    std::string name;
-
-    explicit notify_listener(const std::string& n) : name(n) {
-        fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        REQUIRE(fd >= 0);
-        sockaddr_un a;
-        std::memset(&a, 0, sizeof a);
-        a.sun_family = AF_UNIX;
-        REQUIRE(n.size() < sizeof a.sun_path);
-        std::memcpy(a.sun_path, n.data(), n.size());
-        if (n[0] == '@') {
-            a.sun_path[0] = '\0';
-        }
-        const socklen_t size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n.size());
-        REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&a), size) == 0);
-    }
-    ~notify_listener() { ::close(fd); }
-    notify_listener(const notify_listener&) = delete;
-    notify_listener& operator=(const notify_listener&) = delete;
-
-    // Every datagram queued now.
-    std::vector<std::string> take() {
-        std::vector<std::string> got;
-        char buf[512];
-        for (;;) {
-            const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-            if (n < 0) {
-                break;
-            }
-            got.emplace_back(buf, static_cast<std::size_t>(n));
-        }
-        return got;
-    }
-};
 
 std::string joined(const std::vector<std::string>& lines) {
     std::string s;
