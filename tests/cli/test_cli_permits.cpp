@@ -28,19 +28,11 @@ namespace {
 
 constexpr int exit_config = 78;
 
-std::string permit_of(const std::string& name, unsigned i) {
-    char k[edgelock::lock_key_capacity];
-    const std::size_t n = edgelock::permit_key(edgelock::str_view(name.data(), name.size()),
-                                               static_cast<std::uint8_t>(i), k, sizeof k);
-    REQUIRE(n != 0);
-    return std::string(k, n);
-}
-
 // The permits held on a node: those whose key exists.
 unsigned permits_taken(redis_client& admin, const std::string& name, unsigned limit) {
     unsigned n = 0;
     for (unsigned i = 0; i < limit; ++i) {
-        n += admin.command({"EXISTS", permit_of(name, i)}).integer == 1 ? 1U : 0U;
+        n += admin.command({"EXISTS", permit_key_of(name, i)}).integer == 1 ? 1U : 0U;
     }
     return n;
 }
@@ -167,9 +159,8 @@ TEST_CASE("cli permits: a permit lost under the job stops it, exit 75", "[cli][p
     REQUIRE(wait_for([&] { return !read_file(dir / "permit").empty(); }, 10.0));
     const std::string permit = lines_of(read_file(dir / "permit")).at(0);
     // Taken from under it: the next renew finds the permit not ours.
-    REQUIRE(
-        admin.command({"DEL", permit_of(key, static_cast<unsigned>(std::stoi(permit)))}).integer ==
-        1);
+    REQUIRE(admin.command({"DEL", permit_key_of(key, static_cast<unsigned>(std::stoi(permit)))})
+                .integer == 1);
     const run_result res = r.finish(20.0);
     INFO(show(r.args, res));
     CHECK(res.status == exit_lost);
@@ -206,7 +197,7 @@ TEST_CASE("cli permits: status and list show every permit's holder, as text and 
         }
         CHECK(contains(rows[i + 1], "held, ttl "));
         CHECK(contains(rows[i + 1],
-                       ", token " + admin.command({"GET", permit_of(key, i)}).text + ", by "));
+                       ", token " + admin.command({"GET", permit_key_of(key, i)}).text + ", by "));
         labels += contains(rows[i + 1], " (upload a) since ") ? "a" : "";
         labels += contains(rows[i + 1], " (upload b) since ") ? "b" : "";
     }

@@ -34,15 +34,6 @@ const char* const holder_text = "host=gw-17 pid=4242 label=nightly";
 const unsigned ttl_ms = 10000;
 const unsigned node_timeout_ms = 500;  // qemu and sanitizer builds are slow
 
-// The key of permit `index` of the semaphore `name`, from the library.
-std::string permit_of(const std::string& name, unsigned index) {
-    char out[lock_key_capacity];
-    const std::size_t n = permit_key(str_view(name.data(), name.size()),
-                                     static_cast<std::uint8_t>(index), out, sizeof out);
-    REQUIRE(n > 0);
-    return std::string(out, n);
-}
-
 // The semaphore's hash: its limit and the holder records.
 std::string permits_of(const std::string& name) {
     return key_of(name, lock_key_kind::permits);
@@ -108,7 +99,7 @@ void check_permit(redis_client& admin, const std::string& name, const client_loc
     const int p = l.permit();
     INFO("permit " << p);
     REQUIRE(p >= 0);
-    const std::string key = permit_of(name, static_cast<unsigned>(p));
+    const std::string key = permit_key_of(name, static_cast<unsigned>(p));
     const std::string token = hex(l.token());
     CHECK(admin.command({"TYPE", key}).text == "string");
     CHECK(admin.command({"GET", key}).text == token);
@@ -155,7 +146,7 @@ TEST_CASE("permits redis: three holders of 3 permits each hold one, and a fourth
     CHECK(admin.command({"HGET", permits_of(name), "limit"}).text == "3");
     CHECK(admin.command({"HLEN", permits_of(name)}).integer == 4);  // the limit, 3 records
     for (const auto& h : holders) {
-        const std::string key = permit_of(name, static_cast<unsigned>(h->l.permit()));
+        const std::string key = permit_key_of(name, static_cast<unsigned>(h->l.permit()));
         CHECK(expires_at(admin, permits_of(name)) >= expires_at(admin, key));
     }
 
@@ -171,7 +162,7 @@ TEST_CASE("permits redis: three holders of 3 permits each hold one, and a fourth
     CHECK(fourth->l.permit() == -1);
     CHECK_FALSE(fourth->l.held());
     for (const auto& h : holders) {
-        const std::string key = permit_of(name, static_cast<unsigned>(h->l.permit()));
+        const std::string key = permit_key_of(name, static_cast<unsigned>(h->l.permit()));
         CHECK(admin.command({"GET", key}).text == hex(h->l.token()));
     }
     CHECK(admin.command({"HLEN", permits_of(name)}).integer == 4);
@@ -191,8 +182,8 @@ TEST_CASE("permits redis: a renew extends the permit held, and a deleted permit 
     must_take(a->l);
     must_take(b->l);
     REQUIRE(a->l.permit() != b->l.permit());
-    const std::string key_a = permit_of(name, static_cast<unsigned>(a->l.permit()));
-    const std::string key_b = permit_of(name, static_cast<unsigned>(b->l.permit()));
+    const std::string key_a = permit_key_of(name, static_cast<unsigned>(a->l.permit()));
+    const std::string key_b = permit_key_of(name, static_cast<unsigned>(b->l.permit()));
 
     sleep_ms(300);
     const long long dropped = admin.command({"PTTL", key_a}).integer;
@@ -259,7 +250,7 @@ TEST_CASE("permits redis: a release deletes its permit and record, and the last 
             CHECK(r.event.nodes == 1);
         }
         CHECK(holders[i]->l.permit() == -1);
-        CHECK(admin.command({"EXISTS", permit_of(name, p)}).integer == 0);
+        CHECK(admin.command({"EXISTS", permit_key_of(name, p)}).integer == 0);
         const bool last = i + 1 == holders.size();
         CHECK(admin.command({"EXISTS", permits_of(name)}).integer == (last ? 0 : 1));
         if (!last) {
@@ -270,7 +261,8 @@ TEST_CASE("permits redis: a release deletes its permit and record, and the last 
         }
         for (std::size_t j = i + 1; j < holders.size(); ++j) {
             const std::string other = std::to_string(holders[j]->l.permit());
-            const std::string key = permit_of(name, static_cast<unsigned>(holders[j]->l.permit()));
+            const std::string key =
+                permit_key_of(name, static_cast<unsigned>(holders[j]->l.permit()));
             CHECK(admin.command({"GET", key}).text == hex(holders[j]->l.token()));
             const std::string owner = hex(holders[j]->l.token()) + "\n";
             const std::string rec = admin.command({"HGET", permits_of(name), other}).text;
@@ -278,7 +270,7 @@ TEST_CASE("permits redis: a release deletes its permit and record, and the last 
         }
     }
     for (unsigned p = 0; p < 3; ++p) {
-        CHECK(admin.command({"EXISTS", permit_of(name, p)}).integer == 0);
+        CHECK(admin.command({"EXISTS", permit_key_of(name, p)}).integer == 0);
     }
 
     // Nothing left of the semaphore: another limit is a new one.
@@ -300,8 +292,8 @@ TEST_CASE("permits redis: another limit while held fails at once with permits_di
     auto b = make_contender(urls, name, permit_options(3));
     must_take(a->l);
     must_take(b->l);
-    const std::string key_a = permit_of(name, static_cast<unsigned>(a->l.permit()));
-    const std::string key_b = permit_of(name, static_cast<unsigned>(b->l.permit()));
+    const std::string key_a = permit_key_of(name, static_cast<unsigned>(a->l.permit()));
+    const std::string key_b = permit_key_of(name, static_cast<unsigned>(b->l.permit()));
     const long long expiry_a = expires_at(admin, key_a);
     const long long expiry_b = expires_at(admin, key_b);
 
@@ -334,7 +326,7 @@ TEST_CASE("permits redis: another limit while held fails at once with permits_di
         CHECK(admin.command({"HGET", permits_of(name), "limit"}).text == "3");
         CHECK(admin.command({"HLEN", permits_of(name)}).integer == 1);  // no records
         for (unsigned p = 0; p < 3; ++p) {
-            CHECK(admin.command({"GET", permit_of(name, p)}).text != hex(x->l.token()));
+            CHECK(admin.command({"GET", permit_key_of(name, p)}).text != hex(x->l.token()));
         }
     }
     must_release(a->l);
@@ -347,7 +339,7 @@ TEST_CASE("permits redis: a permit key of another type counts as taken", "[integ
     // A name with a hash tag: keys `name:permits`, `name:permit:i`.
     const char* name = "{perm-tag}wrongtype";
     url_list urls({redis_url(srv)});
-    const std::string wrong = permit_of(name, 0);
+    const std::string wrong = permit_key_of(name, 0);
     REQUIRE(admin.command({"HSET", wrong, "f", "v"}).integer == 1);
     lock_options o = permit_options(2);
     o.holder = holder_text;
@@ -369,7 +361,7 @@ TEST_CASE("permits redis: a permit key of another type counts as taken", "[integ
         CHECK(busy.event.kind == lock_event_kind::busy);
 
         must_release(a->l);
-        CHECK(admin.command({"EXISTS", permit_of(name, 1)}).integer == 0);
+        CHECK(admin.command({"EXISTS", permit_key_of(name, 1)}).integer == 0);
         CHECK(admin.command({"HEXISTS", permits_of(name), "1"}).integer == 0);
         // Permit 0 still counts as taken, so the hash stays.
         CHECK(admin.command({"HGET", permits_of(name), "limit"}).text == "2");
@@ -423,14 +415,14 @@ TEST_CASE("permits redis: a holder that stops renewing frees its permit with its
     url_list urls({redis_url(srv)});
     auto a = make_contender(urls, name, permit_options(2));
     must_take(a->l);
-    const std::string key_a = permit_of(name, static_cast<unsigned>(a->l.permit()));
+    const std::string key_a = permit_key_of(name, static_cast<unsigned>(a->l.permit()));
     std::string key_dead;
     std::string token_dead;
     {
         // Its client goes away holding the permit, without a release.
         auto dead = make_contender(urls, name, permit_options(2, 2000));
         must_take(dead->l);
-        key_dead = permit_of(name, static_cast<unsigned>(dead->l.permit()));
+        key_dead = permit_key_of(name, static_cast<unsigned>(dead->l.permit()));
         token_dead = hex(dead->l.token());
     }
     CHECK(admin.command({"GET", key_dead}).text == token_dead);
@@ -449,7 +441,7 @@ TEST_CASE("permits redis: a holder that stops renewing frees its permit with its
     INFO(what(r));
     REQUIRE(r.error == client_errc::ok);
     REQUIRE(r.event.kind == lock_event_kind::acquired);
-    CHECK(permit_of(name, static_cast<unsigned>(n->l.permit())) == key_dead);
+    CHECK(permit_key_of(name, static_cast<unsigned>(n->l.permit())) == key_dead);
     CHECK(admin.command({"GET", key_dead}).text == hex(n->l.token()));
     CHECK(admin.command({"GET", key_a}).text == hex(a->l.token()));
     must_release(n->l);

@@ -31,15 +31,6 @@ namespace {
 const unsigned ttl_ms = 10000;
 const unsigned node_timeout_ms = 500;  // qemu and sanitizer builds are slow
 
-// The key of permit `index` of the semaphore `name`, from the library.
-std::string permit_of(const std::string& name, unsigned index) {
-    char out[lock_key_capacity];
-    const std::size_t n = permit_key(str_view(name.data(), name.size()),
-                                     static_cast<std::uint8_t>(index), out, sizeof out);
-    REQUIRE(n > 0);
-    return std::string(out, n);
-}
-
 std::string permits_of(const std::string& name) {
     return key_of(name, lock_key_kind::permits);
 }
@@ -77,7 +68,7 @@ struct three_nodes {
     int anywhere(const std::string& name, unsigned permits, const std::string& token) {
         int n = 0;
         for (unsigned p = 0; p < permits; ++p) {
-            n += holding(permit_of(name, p), token);
+            n += holding(permit_key_of(name, p), token);
         }
         return n;
     }
@@ -165,7 +156,7 @@ TEST_CASE("permits Redlock: two permits over three nodes, three contenders, two 
     for (contender* h : {a.get(), b.get()}) {
         INFO("permit " << h->l.permit());
         CHECK(h->l.held());
-        const std::string key = permit_of(name, static_cast<unsigned>(h->l.permit()));
+        const std::string key = permit_key_of(name, static_cast<unsigned>(h->l.permit()));
         CHECK(nodes.holding(key, hex(h->l.token())) >= 2);
         // Its token in no other permit.
         CHECK(nodes.anywhere(name, 2, hex(h->l.token())) == nodes.holding(key, hex(h->l.token())));
@@ -181,14 +172,14 @@ TEST_CASE("permits Redlock: two permits over three nodes, three contenders, two 
     must_release(a->l);
     const op_result third = must_take(c->l);
     CHECK(third.event.permit == freed);
-    CHECK(nodes.holding(permit_of(name, static_cast<unsigned>(freed)), hex(c->l.token())) >= 2);
+    CHECK(nodes.holding(permit_key_of(name, static_cast<unsigned>(freed)), hex(c->l.token())) >= 2);
 
     must_release(b->l);
     must_release(c->l);
     for (std::size_t i = 0; i < 3; ++i) {
         INFO("node " << i);
-        CHECK(nodes.admin(i).command({"EXISTS", permit_of(name, 0)}).integer == 0);
-        CHECK(nodes.admin(i).command({"EXISTS", permit_of(name, 1)}).integer == 0);
+        CHECK(nodes.admin(i).command({"EXISTS", permit_key_of(name, 0)}).integer == 0);
+        CHECK(nodes.admin(i).command({"EXISTS", permit_key_of(name, 1)}).integer == 0);
         CHECK(nodes.admin(i).command({"EXISTS", permits_of(name)}).integer == 0);
     }
 }
@@ -198,7 +189,7 @@ TEST_CASE("permits Redlock: a permit taken on a quorum of nodes sends contenders
     three_nodes nodes;
     url_list urls(nodes.urls);
     const char* name = "permits-redlock-hand";
-    const std::string taken = permit_of(name, 0);
+    const std::string taken = permit_key_of(name, 0);
     std::size_t hand_nodes = 3;
     SECTION("taken on all three nodes") {
         hand_nodes = 3;
@@ -217,7 +208,7 @@ TEST_CASE("permits Redlock: a permit taken on a quorum of nodes sends contenders
         INFO("try " << i);
         const op_result r = must_take(x->l);
         CHECK(r.event.permit == 1);
-        CHECK(nodes.holding(permit_of(name, 1), hex(x->l.token())) >= 2);
+        CHECK(nodes.holding(permit_key_of(name, 1), hex(x->l.token())) >= 2);
         CHECK(nodes.holding(taken, "another-holder") == static_cast<int>(hand_nodes));
         must_release(x->l);
         CHECK(cleaned_up(nodes, *x, name, 2));
@@ -247,7 +238,7 @@ TEST_CASE("permits Redlock: fencing tokens increase and are raised where the per
             // Round 2 raised the counter on a quorum of the permit's nodes (a
             // node whose round 1 reply came after the quorum's keeps the key
             // as part of the hold, and its counter).
-            const std::string key = permit_of(name, static_cast<unsigned>(h->l.permit()));
+            const std::string key = permit_key_of(name, static_cast<unsigned>(h->l.permit()));
             int raised = 0;
             for (std::size_t n = 0; n < 3; ++n) {
                 redis_client& admin = nodes.admin(n);
@@ -273,7 +264,7 @@ TEST_CASE("permits Redlock: fencing tokens increase and are raised where the per
     auto e = make_contender(urls, name, all);
     const op_result r = must_take(e->l);
     CHECK(static_cast<long long>(r.event.fence) == ahead + 1);
-    const std::string key = permit_of(name, static_cast<unsigned>(e->l.permit()));
+    const std::string key = permit_key_of(name, static_cast<unsigned>(e->l.permit()));
     CHECK(nodes.holding(key, hex(e->l.token())) == 3);
     CHECK(nodes.holding(fence_key_of(name), std::to_string(ahead + 1)) == 3);
     must_release(e->l);

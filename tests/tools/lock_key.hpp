@@ -30,6 +30,19 @@ inline std::string fence_key_of(const std::string& name) {
     return key_of(name, edgelock::lock_key_kind::fence_counter);
 }
 
+// The key of permit `index` of the semaphore `name` (lock_options::permits).
+inline std::string permit_key_of(const std::string& name, unsigned index) {
+    char out[edgelock::lock_key_capacity];
+    const std::size_t n =
+        edgelock::permit_key(edgelock::str_view(name.data(), name.size()),
+                             static_cast<std::uint8_t>(index < 256 ? index : 255), out, sizeof out);
+    if (n == 0) {
+        throw std::invalid_argument("no permit key " + std::to_string(index) + " for the name '" +
+                                    name + "'");
+    }
+    return std::string(out, n);
+}
+
 // The key of the lock's renewal mark, which also holds its holder record.
 inline std::string renewal_mark_of(const std::string& name) {
     return key_of(name, edgelock::lock_key_kind::renewal_mark);

@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "edgelock/lock.hpp"
+#include "edgelock/lock_scripts.hpp"
 #include "edgelock/resp_decoder.hpp"
 #include "tools/random.hpp"
 
@@ -58,6 +60,39 @@ inline void reply(edgelock::lock& l, std::uint8_t node, std::uint32_t tag, const
     const edgelock::resp_result r = edgelock::resp_decode_whole(resp.data(), resp.size(), nodes, 8);
     REQUIRE(r.status == edgelock::resp_status::complete);
     REQUIRE(l.on_reply(node, tag, nodes, r.nodes, now) == edgelock::lock_errc::ok);
+}
+
+inline std::string text(edgelock::str_view v) {
+    return std::string(v.data, v.size);
+}
+
+// A request's words, decoded from the bytes, which must be exactly one command.
+inline std::vector<std::string> words(const std::string& bytes) {
+    edgelock::resp_node nodes[64];
+    const edgelock::resp_result r =
+        edgelock::resp_decode_whole(bytes.data(), bytes.size(), nodes, 64);
+    REQUIRE(r.status == edgelock::resp_status::complete);
+    REQUIRE(r.size == bytes.size());
+    REQUIRE(nodes[0].type == edgelock::resp_type::array);
+    std::vector<std::string> out;
+    for (std::size_t i = 1; i < r.nodes; ++i) {
+        REQUIRE(nodes[i].type == edgelock::resp_type::bulk_string);
+        out.push_back(text(nodes[i].text));
+    }
+    REQUIRE(out.size() == nodes[0].count);
+    return out;
+}
+
+// EVALSHA sha1 numkeys keys... args... (EVAL and the script's text with eval):
+// what a script request must read.
+inline std::vector<std::string> evalsha(const edgelock::lock_script& s,
+                                        const std::vector<std::string>& keys,
+                                        const std::vector<std::string>& args, bool eval = false) {
+    std::vector<std::string> want = {eval ? "EVAL" : "EVALSHA", text(eval ? s.text : s.sha1),
+                                     std::to_string(keys.size())};
+    want.insert(want.end(), keys.begin(), keys.end());
+    want.insert(want.end(), args.begin(), args.end());
+    return want;
 }
 
 }  // namespace edgelock_test

@@ -29,52 +29,23 @@ using edgelock::lock_mode;
 using edgelock::lock_state;
 using edgelock::str_view;
 using edgelock_test::counter_random;
+using edgelock_test::evalsha;
 using edgelock_test::hex;
 using edgelock_test::key_of;
 using edgelock_test::reply;
 using edgelock_test::sent;
 using edgelock_test::speaks_set;
 using edgelock_test::take;
+using edgelock_test::text;
+using edgelock_test::words;
 
 namespace {
 
 const instant t0{2000000};
 const char* const holder_text = "host=gw-17 pid=4242 label=nightly";
 
-std::string text(str_view v) {
-    return std::string(v.data, v.size);
-}
-
 std::string sha1_of(const edgelock::lock_script& s) {
     return text(s.sha1);
-}
-
-// A request's words: the command and its arguments, decoded from the bytes,
-// which must be exactly one command.
-std::vector<std::string> words(const std::string& bytes) {
-    edgelock::resp_node nodes[16];
-    const edgelock::resp_result r =
-        edgelock::resp_decode_whole(bytes.data(), bytes.size(), nodes, 16);
-    REQUIRE(r.status == edgelock::resp_status::complete);
-    REQUIRE(r.size == bytes.size());
-    REQUIRE(nodes[0].type == edgelock::resp_type::array);
-    std::vector<std::string> out;
-    for (std::size_t i = 1; i < r.nodes; ++i) {
-        REQUIRE(nodes[i].type == edgelock::resp_type::bulk_string);
-        out.push_back(text(nodes[i].text));
-    }
-    REQUIRE(out.size() == nodes[0].count);
-    return out;
-}
-
-// EVALSHA sha1 numkeys keys... args...: what a script request must read.
-std::vector<std::string> evalsha(const edgelock::lock_script& s,
-                                 const std::vector<std::string>& keys,
-                                 const std::vector<std::string>& args) {
-    std::vector<std::string> want = {"EVALSHA", sha1_of(s), std::to_string(keys.size())};
-    want.insert(want.end(), keys.begin(), keys.end());
-    want.insert(want.end(), args.begin(), args.end());
-    return want;
 }
 
 std::string set_request(const edgelock::lock& l) {

@@ -30,55 +30,22 @@ using edgelock::lock_mode;
 using edgelock::lock_state;
 using edgelock::str_view;
 using edgelock_test::counter_random;
+using edgelock_test::evalsha;
 using edgelock_test::hex;
 using edgelock_test::key_of;
 using edgelock_test::reply;
 using edgelock_test::sent;
 using edgelock_test::take;
+using edgelock_test::text;
+using edgelock_test::words;
 
 namespace {
 
 const instant t0{4000000};
 constexpr unsigned permits = 6;
 
-std::string text(str_view v) {
-    return std::string(v.data, v.size);
-}
-
-// A request's words, decoded from the bytes, which must be exactly one command.
-std::vector<std::string> words(const std::string& bytes) {
-    edgelock::resp_node nodes[64];
-    const edgelock::resp_result r =
-        edgelock::resp_decode_whole(bytes.data(), bytes.size(), nodes, 64);
-    REQUIRE(r.status == edgelock::resp_status::complete);
-    REQUIRE(r.size == bytes.size());
-    REQUIRE(nodes[0].type == edgelock::resp_type::array);
-    std::vector<std::string> out;
-    for (std::size_t i = 1; i < r.nodes; ++i) {
-        REQUIRE(nodes[i].type == edgelock::resp_type::bulk_string);
-        out.push_back(text(nodes[i].text));
-    }
-    REQUIRE(out.size() == nodes[0].count);
-    return out;
-}
-
-// EVALSHA sha1 numkeys keys... args... (EVAL and the script's text with eval).
-std::vector<std::string> evalsha(const edgelock::lock_script& s,
-                                 const std::vector<std::string>& keys,
-                                 const std::vector<std::string>& args, bool eval = false) {
-    std::vector<std::string> want = {eval ? "EVAL" : "EVALSHA", text(eval ? s.text : s.sha1),
-                                     std::to_string(keys.size())};
-    want.insert(want.end(), keys.begin(), keys.end());
-    want.insert(want.end(), args.begin(), args.end());
-    return want;
-}
-
 std::string permit_of(unsigned i) {
-    char out[edgelock::lock_key_capacity];
-    const std::size_t n =
-        edgelock::permit_key("jobs", static_cast<std::uint8_t>(i), out, sizeof out);
-    REQUIRE(n != 0);
-    return std::string(out, n);
+    return edgelock_test::permit_key_of("jobs", i);
 }
 
 // The permits hash, every permit's key, and (fenced) the counter.
