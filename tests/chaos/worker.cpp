@@ -183,7 +183,12 @@ int library_worker_main(int argc, char** argv) {
         const char* outcome = "done";
         bool wrote = false;
         // The section ends at the last instant the lock was known to be ours:
-        // nothing is done as holder after it (the write comes after a check).
+        // nothing is done as holder after it. The write is issued after a
+        // check; when it lands is the storage's affair, judged by its token. A
+        // writer the scheduler stopped inside the storage's own lock delays it,
+        // as a stalled storage server would: the section must not seem to last
+        // while this worker waits there, or a later holder looks like a second
+        // one.
         std::int64_t last_held = enter;
         for (;;) {
             if (!l.held()) {
@@ -195,8 +200,7 @@ int library_worker_main(int argc, char** argv) {
             if (!wrote && now >= write_at) {
                 log.write(seq, token, storage_write(dir, token, id));
                 wrote = true;
-                last_held = mono_ns();  // the write is the holder's act: the section lasts past it
-                continue;               // check held() again before leaving
+                continue;  // check held() again before leaving
             }
             if (now >= enter + hold) {
                 break;
