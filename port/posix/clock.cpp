@@ -1,6 +1,8 @@
 // POSIX port: the monotonic clock, counting suspend where the platform can.
 #include <time.h>
 
+#include <atomic>
+
 #include "edgelock/port.hpp"
 
 namespace edgelock {
@@ -22,10 +24,21 @@ clockid_t pick_clock() noexcept {
     return CLOCK_MONOTONIC;
 }
 
+// The clock picked, plus one; 0 until the first call. Not a function-local
+// static: its guard would need the C++ runtime (__cxa_guard_acquire), which a
+// C program linking the library does not have. Two threads racing on the
+// first call pick the same clock.
+std::atomic<int> picked{0};
+
 }  // namespace
 
 instant now() noexcept {
-    static const clockid_t id = pick_clock();
+    int p = picked.load(std::memory_order_relaxed);
+    if (p == 0) {
+        p = static_cast<int>(pick_clock()) + 1;
+        picked.store(p, std::memory_order_relaxed);
+    }
+    const auto id = static_cast<clockid_t>(p - 1);
     timespec ts{};
     // The clock cannot fail with a valid pointer once it worked; if it ever
     // did, returning 0 would make every deadline look reached, which fails
