@@ -103,6 +103,8 @@ const char* describe(node_warning warning) noexcept;
 // has 15; a longer one is cut).
 constexpr std::size_t node_policy_capacity = 24;
 constexpr std::size_t node_version_capacity = 24;
+// Bytes of a server's name kept for node(i) ("redis", "valkey"; a longer one is cut).
+constexpr std::size_t node_server_capacity = 16;
 
 // A node as the client sees it now.
 //
@@ -129,7 +131,12 @@ struct node_info {
     str_view message;  // the server's error text (truncated), or empty
     node_warning warning = node_warning::none;
     str_view maxmemory_policy;  // as CONFIG GET or INFO gave it (truncated), or empty
-    str_view redis_version;     // as HELLO or INFO gave it (truncated), or empty: unknown
+    // What the server is ("redis", "valkey": HELLO's server, INFO's
+    // server_name) and its own version (HELLO's version; INFO's
+    // valkey_version on Valkey, redis_version on Redis), as given (cut to
+    // fit); empty: unknown.
+    str_view server;
+    str_view version;
     // The node tells of changes to the keys its waiters wait for
     // (client_options::notify, CLIENT TRACKING accepted): pushed on the lock
     // connection over RESP3, published to the node's subscription over RESP2.

@@ -144,7 +144,8 @@ node_info client_base::node(std::uint8_t index) const noexcept {
     info.message = str_view(c.report.message, c.report.message_size);
     info.warning = c.report.warning;
     info.maxmemory_policy = str_view(c.report.policy, c.report.policy_size);
-    info.redis_version = str_view(c.report.version, c.report.version_size);
+    info.server = str_view(c.report.server, c.report.server_size);
+    info.version = str_view(c.report.version, c.report.version_size);
     info.tracking = c.report.tracking;
     info.resp2 = c.report.resp2;
     return info;

@@ -81,6 +81,11 @@ void detail::node_report::append_message(str_view text) noexcept {
     message_size += copy_text(message + message_size, sizeof message - message_size, text);
 }
 
+void detail::node_report::keep_server(const server_info& info) noexcept {
+    version_size = static_cast<std::uint8_t>(copy_text(version, sizeof version, info.version));
+    server_size = static_cast<std::uint8_t>(copy_text(server, sizeof server, info.server));
+}
+
 void handshake::start(const node_address& address, const client_options& options) noexcept {
     address_ = &address;
     options_ = &options;
@@ -303,8 +308,7 @@ static void fail_replica(const server_info& info, detail::node_report& report) n
 void handshake::read_hello(const resp_node* nodes, std::size_t count,
                            detail::node_report& report) noexcept {
     const server_info info = parse_hello_reply(nodes, count);
-    report.version_size = static_cast<std::uint8_t>(
-        copy_text(report.version, sizeof report.version, info.redis_version));
+    report.keep_server(info);
     report.set_nx_get = server_takes_set_nx_get(info);
     report.tracks_keys = true;  // HELLO came with Redis 6, and so did tracking
     const bool cluster = address_->seed_count > 0;
@@ -331,8 +335,7 @@ void handshake::read_info(std::uint8_t request, const resp_node* nodes, std::siz
             copy_text(report.policy, sizeof report.policy, info.maxmemory_policy));
         report.warning = server_may_evict(info) ? node_warning::may_evict : node_warning::none;
     } else if (request == info_server) {
-        report.version_size = static_cast<std::uint8_t>(
-            copy_text(report.version, sizeof report.version, info.redis_version));
+        report.keep_server(info);
         report.set_nx_get = server_takes_set_nx_get(info);
         report.tracks_keys = server_tracks_keys(info);
     }

@@ -48,8 +48,34 @@ void read_value(str_view name, str_view value, server_info& info) {
         info.maxmemory = info.has_maxmemory ? v : 0;
     } else if (name == "maxmemory_policy" || name == "maxmemory-policy") {
         info.maxmemory_policy = value;
-    } else if (name == "redis_version" || name == "version") {
+    } else if (name == "redis_version") {
         info.redis_version = value;
+    } else if (name == "version" || name == "valkey_version") {
+        info.version = value;  // HELLO's; INFO's valkey_version
+    } else if (name == "server_name" || name == "server") {
+        info.server = value;  // INFO's; HELLO's
+    }
+}
+
+bool is_valkey(const server_info& info) {
+    return info.server == "valkey";
+}
+
+// What the fields say together, once all are read: the server's own version
+// and name where only redis_version said them (Redis's INFO), and the Redis
+// version of a server that gave only its own (HELLO from Redis).
+void settle(server_info& info, bool hello) {
+    if (hello) {
+        if (!is_valkey(info) && !info.version.empty()) {
+            info.redis_version = info.version;
+        }
+        return;
+    }
+    if (info.version.empty()) {
+        info.version = info.redis_version;
+    }
+    if (info.server.empty() && !info.redis_version.empty()) {
+        info.server = "redis";
     }
 }
 
@@ -93,10 +119,14 @@ server_info read_pairs(const resp_node* nodes, std::size_t count, bool hello) {
         }
         const str_view n = nodes[name].text;
         // HELLO names the version "version" and says nothing of memory;
-        // CONFIG has no "role" or "version".
-        if (hello ? (n == "role" || n == "version") : (n != "role" && n != "version")) {
+        // CONFIG has no "role", "server" or "version".
+        const bool about_server = n == "role" || n == "version" || n == "server";
+        if (hello ? about_server : !about_server) {
             read_value(n, nodes[value].text, info);
         }
+    }
+    if (hello) {
+        settle(info, true);
     }
     return info;
 }
@@ -130,6 +160,7 @@ server_info parse_server_info(str_view text) noexcept {
         }
         start = i + 1;
     }
+    settle(info, false);
     return info;
 }
 
@@ -142,11 +173,11 @@ bool server_may_evict(const server_info& info) noexcept {
 }
 
 bool server_takes_set_nx_get(const server_info& info) noexcept {
-    return major_version(info) >= 7;
+    return is_valkey(info) || major_version(info) >= 7;
 }
 
 bool server_tracks_keys(const server_info& info) noexcept {
-    return major_version(info) >= 6;
+    return is_valkey(info) || major_version(info) >= 6;
 }
 
 server_info parse_hello_reply(const resp_node* nodes, std::size_t count) noexcept {

@@ -28,8 +28,8 @@ TEST_CASE("set acquire: Redis 7 gets one SET, Redis 6.2 the script, in one Redlo
     REQUIRE(l.attach(c, "jobs", edgelock_test::fast_lock_options()) == client_errc::ok);
     REQUIRE(c.connect(n.now() + edgelock::duration::seconds(1)) == 3);  // every version known
     REQUIRE(l.try_acquire().event.kind == lock_event_kind::acquired);
-    CHECK(std::string(c.node(0).redis_version.data, c.node(0).redis_version.size) == "7.0.15");
-    CHECK(std::string(c.node(1).redis_version.data, c.node(1).redis_version.size) == "6.2.14");
+    CHECK(std::string(c.node(0).version.data, c.node(0).version.size) == "7.0.15");
+    CHECK(std::string(c.node(1).version.data, c.node(1).version.size) == "6.2.14");
     int holding = 0;
     for (int i = 0; i < 3; ++i) {
         holding += edgelock_test::value_at(n, i, "jobs") == edgelock_test::hex(l.token()) ? 1 : 0;

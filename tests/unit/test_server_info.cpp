@@ -341,6 +341,71 @@ TEST_CASE("server info: the version decides the one-command acquire and tracking
     }
 }
 
+TEST_CASE("server info: what the server is and its own version, Redis or Valkey", "[server_info]") {
+    // INFO: Valkey 8 pins redis_version at 7.2.4 and names itself.
+    struct info_case {
+        const char* text;
+        const char* server;
+        const char* version;
+        const char* redis_version;
+        bool set_nx_get;
+        bool tracks_keys;
+    };
+    const info_case infos[] = {
+        {"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n",
+         "valkey", "8.0.1", "7.2.4", true, true},
+        {"valkey_version:8.1.0\r\nserver_name:valkey\r\nredis_version:7.2.4\r\n", "valkey", "8.1.0",
+         "7.2.4", true, true},
+        // A Valkey whose pinned version would fail the gates still passes them.
+        {"redis_version:5.0.0\r\nserver_name:valkey\r\nvalkey_version:9.0.0\r\n", "valkey", "9.0.0",
+         "5.0.0", true, true},
+        {"redis_version:7.0.15\r\n", "redis", "7.0.15", "7.0.15", true, true},
+        {"redis_version:6.2.14\r\n", "redis", "6.2.14", "6.2.14", false, true},
+        // Another server that speaks Redis: judged by its Redis version.
+        {"redis_version:6.0.0\r\nserver_name:keydb\r\n", "keydb", "6.0.0", "6.0.0", false, true},
+        {"redis_mode:standalone\r\n", "", "", "", false, false},
+    };
+    for (const info_case& c : infos) {
+        INFO(c.text);
+        exact_text keep("");
+        const server_info got = parse(c.text, keep);
+        CHECK(str(got.server) == c.server);
+        CHECK(str(got.version) == c.version);
+        CHECK(str(got.redis_version) == c.redis_version);
+        CHECK(edgelock::detail::server_takes_set_nx_get(got) == c.set_nx_get);
+        CHECK(edgelock::detail::server_tracks_keys(got) == c.tracks_keys);
+    }
+
+    // HELLO: "server" and "version", Valkey's own version.
+    auto b = [](const std::string& s) {
+        return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+    };
+    struct hello_case {
+        const char* server;
+        const char* version;
+        const char* redis_version;
+    };
+    const hello_case hellos[] = {
+        {"valkey", "8.0.1", ""},  // HELLO does not give Valkey's Redis version
+        {"redis", "7.0.15", "7.0.15"},
+    };
+    for (const hello_case& c : hellos) {
+        INFO(c.server);
+        const std::string wire = "%3\r\n" + b("server") + b(c.server) + b("version") +
+                                 b(c.version) + b("role") + b("master");
+        resp_node nodes[16];
+        const edgelock::resp_result r =
+            edgelock::resp_decode_whole(wire.data(), wire.size(), nodes, 16);
+        REQUIRE(r.status == edgelock::resp_status::complete);
+        const server_info h = edgelock::detail::parse_hello_reply(nodes, r.nodes);
+        CHECK(str(h.server) == c.server);
+        CHECK(str(h.version) == c.version);
+        CHECK(str(h.redis_version) == c.redis_version);
+        CHECK(edgelock::detail::server_takes_set_nx_get(h));
+        CHECK(h.role == server_role::master);
+    }
+}
+
 TEST_CASE("server info: HELLO's and CONFIG GET's pairs, whatever their shape", "[server_info]") {
     struct pairs_case {
         const char* what;

@@ -44,6 +44,7 @@
 
 #include "edgelock/client_config.hpp"
 #include "edgelock/client_errors.hpp"
+#include "edgelock/detail/server_info.hpp"
 #include "edgelock/node_url.hpp"
 #include "edgelock/resp.hpp"
 
@@ -61,18 +62,22 @@ struct node_report {
     node_warning warning = node_warning::none;
     std::uint8_t policy_size = 0;
     std::uint8_t version_size = 0;
-    bool set_nx_get = false;   // the version: the node takes SET NX PX GET
+    std::uint8_t server_size = 0;
+    bool set_nx_get = false;   // the server and version: the node takes SET NX PX GET
     bool tracking = false;     // waiters can be told (RESP3, or a RESP2 subscription is up)
     bool resp2 = false;        // RESP3 was asked for, the server has no HELLO
-    bool tracks_keys = false;  // the version: Redis 6 or later, CLIENT TRACKING is there
+    bool tracks_keys = false;  // Redis 6 or later, or Valkey: CLIENT TRACKING is there
     std::size_t message_size = 0;
     char message[EDGELOCK_CLIENT_MESSAGE];
     char policy[node_policy_capacity];
     char version[node_version_capacity];
+    char server[node_server_capacity];
 
     // The server's text behind an error, control bytes made visible.
     void set_message(str_view text) noexcept;
     void append_message(str_view text) noexcept;
+    // The server and its own version, as HELLO or INFO gave them (cut to fit).
+    void keep_server(const server_info& info) noexcept;
 };
 
 enum class handshake_status : std::uint8_t {

@@ -41,13 +41,21 @@ struct server_info {
     std::uint64_t maxmemory = 0;
     // maxmemory_policy's value ("noeviction", "allkeys-lru", ...); empty: unknown.
     str_view maxmemory_policy;
-    // redis_version's value ("7.0.15"); empty: unknown. Valkey gives the
-    // Redis version it is compatible with here too.
+    // What the server is: HELLO's "server", INFO's "server_name" ("redis",
+    // "valkey"); "redis" for an INFO with redis_version and no server_name
+    // (Redis has none); empty: unknown.
+    str_view server;
+    // The server's own version: HELLO's "version", INFO's valkey_version on
+    // Valkey, else its redis_version ("7.0.15", "8.0.1"); empty: unknown.
+    str_view version;
+    // INFO's redis_version, the Redis version the server is compatible with:
+    // Valkey pins it at 7.2.4 whatever its own version. From HELLO: the
+    // version of a server that is not Valkey. Empty: unknown.
     str_view redis_version;
 };
 
-// Reads role, master_host, master_port, maxmemory, maxmemory_policy and
-// redis_version from
+// Reads role, master_host, master_port, maxmemory, maxmemory_policy,
+// server_name, valkey_version and redis_version from
 // INFO's text, whatever sections it holds and in any order. Lines end in CRLF
 // (a bare LF is accepted); "# Section" headers, empty lines and other fields
 // are skipped. A field given twice keeps its last value. A last line without
@@ -59,16 +67,21 @@ server_info parse_server_info(str_view text) noexcept;
 // expire: maxmemory above 0 with an allkeys-* or volatile-* policy.
 bool server_may_evict(const server_info& info) noexcept;
 
-// True when redis_version says 7 or later: SET then takes NX and GET together.
-// False when it is older, missing or not a version.
+// The gates below read what the server is, not only redis_version: any
+// Valkey (forked from Redis 7.2.4) has what they ask; another server is
+// judged by its Redis version.
+//
+// True when SET takes NX and GET together (Redis 7 or later, any Valkey).
+// False when older, or the version is missing or not a version.
 bool server_takes_set_nx_get(const server_info& info) noexcept;
 
-// True when redis_version says 6 or later: CLIENT TRACKING (with REDIRECT
-// for a RESP2 connection) is there. False when older, missing or not a version.
+// True when CLIENT TRACKING (with REDIRECT for a RESP2 connection) is there
+// (Redis 6 or later, any Valkey). False when older, missing or not a version.
 bool server_tracks_keys(const server_info& info) noexcept;
 
-// The role and version in a decoded HELLO reply: a RESP3 map or a RESP2
-// array of name/value pairs ("role" "master"|"replica", "version" "7.0.15").
+// The role, server and version in a decoded HELLO reply: a RESP3 map or a
+// RESP2 array of name/value pairs ("server" "redis"|"valkey", "role"
+// "master"|"replica", "version" "7.0.15").
 // The views point into the reply; a pair that is not two strings is skipped.
 server_info parse_hello_reply(const resp_node* nodes, std::size_t count) noexcept;
 
