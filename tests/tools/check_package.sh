@@ -26,4 +26,11 @@ ${CXX:-c++} -std=c++17 -fno-exceptions -fno-rtti -Wall -Wextra -Werror \
     tests/package/consumer.cpp -o "$work/pkg_config_consumer" \
     $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs edgelock)
 "$work/pkg_config_consumer"
-echo "package: find_package, add_subdirectory and pkg-config consumers build and run"
+# A C program through the same pkg-config line, linked by the C compiler:
+# the C API needs no C++ runtime.
+# shellcheck disable=SC2046
+${CC:-cc} -std=c99 -Wall -Wextra -Wpedantic -Werror tests/package/consumer.c \
+    -o "$work/pkg_config_c_consumer" \
+    $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs edgelock)
+"$work/pkg_config_c_consumer"
+echo "package: find_package, add_subdirectory and pkg-config consumers (C++ and C) build and run"
