@@ -15,6 +15,7 @@ AARCH64 := $(BUILD)/aarch64
 ARMHF   := $(BUILD)/armhf
 FUZZ    := $(BUILD)/fuzz
 ASAN    := $(BUILD)/asan
+MUSL    := $(BUILD)/musl
 CHAOS_SECONDS ?= 600
 CHAOS_NODES ?= 5
 CHAOS_TOPOLOGY ?= standalone
@@ -22,11 +23,12 @@ CHAOS_SMOKE_SECONDS ?= 90
 CHAOS_SMOKE_REPLICATED_SECONDS ?= 25
 
 # Sources clang-format checks: everything we wrote, nothing generated.
-FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null || \
-                 find include src port tests examples -name '*.[ch]pp')
+FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' '*.c' '*.h' 2>/dev/null || \
+                 find include src port tests examples -name '*.[ch]pp' -o -name '*.[ch]')
 
 .PHONY: all build deps test host-build test-host fuzz-build test-aarch64 test-armhf check-freestanding \
-        check-package check-format format fuzz fuzz-smoke test-sanitize chaos chaos-smoke cross-aarch64 cross-armhf \
+        check-package check-musl check-format format fuzz fuzz-smoke test-sanitize chaos chaos-smoke \
+        cross-aarch64 cross-armhf \
         bench demo clean
 
 all: build
@@ -41,7 +43,7 @@ deps:
 # --- make test: every check, in the order cheapest failure first -------------
 # Each step says when it starts, so a slow one shows in the log.
 TEST_STEPS := check-format test-host test-sanitize chaos-smoke check-freestanding check-package \
-              test-aarch64 test-armhf fuzz-smoke
+              check-musl test-aarch64 test-armhf fuzz-smoke
 test: deps
 	@start=$$(date +%s); for step in $(TEST_STEPS); do \
 	    echo "== make test: $$step at $$(( $$(date +%s) - start )) s"; \
@@ -131,6 +133,12 @@ check-freestanding:
 check-package: host-build
 	@echo "== packaging: install, then find_package / add_subdirectory / pkg-config consumers"
 	@sh tests/tools/check_package.sh $(HOST) $(BUILD)/package
+
+# A static C program built with musl-gcc (Debian's musl-tools) links the
+# library built for musl and runs the C API's tests against redis-server.
+check-musl:
+	@echo "== musl: the library for musl, a static C program on it"
+	@sh tests/tools/check_musl.sh $(MUSL)
 
 check-format:
 	@echo "== clang-format"

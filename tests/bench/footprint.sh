@@ -163,6 +163,45 @@ for arch in x86_64 aarch64 armhf; do
 "
 done
 
+# A C program on the C API: the example daemon (examples/c_daemon.c), static,
+# against musl (musl-gcc; the library's C++ compiled against musl's headers,
+# toolchains/x86_64-linux-musl.cmake) and against glibc, each next to an
+# empty static C program of the same C library. No C++ runtime in either.
+c_daemon() {
+    libc=$1
+    dir="$build/bench-c-$libc"
+    toolchain=""
+    [ "$libc" = musl ] && toolchain="-DCMAKE_TOOLCHAIN_FILE=toolchains/x86_64-linux-musl.cmake"
+    # shellcheck disable=SC2086
+    cmake -S . -B "$dir" $toolchain -DCMAKE_BUILD_TYPE=MinSizeRel -DEDGELOCK_STATIC=ON \
+        -DEDGELOCK_TLS=OFF -DEDGELOCK_TESTS=OFF -DEDGELOCK_BENCH=OFF -DEDGELOCK_EXAMPLES=ON \
+        -DEDGELOCK_CLI=OFF -DEDGELOCK_INSTALL=OFF \
+        -DCMAKE_C_FLAGS_MINSIZEREL="-Os -DNDEBUG -ffunction-sections -fdata-sections" \
+        -DCMAKE_CXX_FLAGS_MINSIZEREL="-Os -DNDEBUG -ffunction-sections -fdata-sections" \
+        -DCMAKE_EXE_LINKER_FLAGS=-Wl,--gc-sections >"$work/cmake-c-$libc.log" 2>&1 ||
+        { cat "$work/cmake-c-$libc.log" >&2; exit 1; }
+    cmake --build "$dir" -j "$jobs" --target c_daemon >"$work/build-c-$libc.log" 2>&1 ||
+        { cat "$work/build-c-$libc.log" >&2; exit 1; }
+    cc=gcc
+    [ "$libc" = musl ] && cc=musl-gcc
+    echo 'int main(void) { return 0; }' >"$work/empty.c"
+    "$cc" -Os -static "$work/empty.c" -o "$work/empty-c-$libc"
+    strip "$work/empty-c-$libc"
+    strip -o "$work/c_daemon-$libc" "$dir/examples/c_daemon"
+    full=$(wc -c <"$dir/examples/c_daemon")
+    stripped=$(wc -c <"$work/c_daemon-$libc")
+    empty=$(wc -c <"$work/empty-c-$libc")
+    echo "| x86_64, $libc | $stripped | $full | $empty | $((stripped - empty)) |"
+}
+c_rows=""
+if command -v musl-gcc >/dev/null 2>&1 && [ "$(uname -m)" = x86_64 ]; then
+    for libc in musl glibc; do
+        echo "footprint: static C daemon on $libc" >&2
+        c_rows="$c_rows$(c_daemon "$libc")
+"
+    done
+fi
+
 verdict=missed
 [ "$text_all" -lt 16384 ] && verdict=met
 
@@ -207,4 +246,14 @@ same flags: the C library's and C++ runtime's share. The TLS rows link Debian's 
 | | edgelock, stripped | not stripped | empty static program, stripped | difference |
 |---|---:|---:|---:|---:|
 $agent_rows$tls_rows
+A C daemon on the C API (\`examples/c_daemon.c\`: its own \`poll()\` loop, a fenced lock,
+the watchdog), static, MinSizeRel with \`--gc-sections\`, linked by the C compiler with
+no C++ runtime: against musl (\`musl-gcc\`; the library's C++ compiled by g++ against
+musl's headers, \`toolchains/x86_64-linux-musl.cmake\`) and against glibc, each next to
+an empty static C program of the same C library. \`make test\` runs the musl one against
+a redis-server (\`tests/tools/check_musl.sh\`).
+
+| | c_daemon, stripped | not stripped | empty static C program, stripped | difference |
+|---|---:|---:|---:|---:|
+$c_rows
 EOF
