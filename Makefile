@@ -16,11 +16,13 @@ ARMHF   := $(BUILD)/armhf
 FUZZ    := $(BUILD)/fuzz
 ASAN    := $(BUILD)/asan
 MUSL    := $(BUILD)/musl
+VALKEY  := $(BUILD)/valkey
 CHAOS_SECONDS ?= 600
 CHAOS_NODES ?= 5
 CHAOS_TOPOLOGY ?= standalone
 CHAOS_SMOKE_SECONDS ?= 90
 CHAOS_SMOKE_REPLICATED_SECONDS ?= 25
+CHAOS_SMOKE_VALKEY_SECONDS ?= 20
 
 # Sources clang-format checks: everything we wrote, nothing generated.
 FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' '*.c' '*.h' 2>/dev/null || \
@@ -37,8 +39,11 @@ build:
 	cmake -S . -B $(HOST) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
 	cmake --build $(HOST) -j $(JOBS)
 
+# Debian's packages, then Valkey 8 for the tests' Valkey runs (fetched into
+# $(BUILD)/valkey, the machine's package sources left as they are).
 deps:
 	@sh tests/tools/deps.sh
+	@sh tests/tools/fetch_valkey.sh $(VALKEY)
 
 # --- make test: every check, in the order cheapest failure first -------------
 # Each step says when it starts, so a slow one shows in the log.
@@ -53,10 +58,11 @@ test: deps
 # The tests' own sources at -O0 (EDGELOCK_TEST_CXX_FLAGS): what they test is
 # built as a user builds it; Catch2's expanded assertions compile several
 # times faster unoptimised.
+# The server tests run against Redis and, from $(VALKEY) (make deps), Valkey.
 host-build:
 	@echo "== host: build with -Werror"
 	cmake -S . -B $(HOST) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DEDGELOCK_WERROR=ON \
-	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 $(CMAKE_ARGS)
+	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 -DEDGELOCK_TEST_VALKEY_BIN=$(abspath $(VALKEY))/bin $(CMAKE_ARGS)
 	cmake --build $(HOST) -j $(JOBS)
 
 test-host: host-build
@@ -101,6 +107,9 @@ chaos-smoke: host-build
 	else \
 	    echo "== chaos: cluster run SKIPPED: redis-cli is missing (make deps installs it)"; \
 	fi
+	@echo "== chaos: $(CHAOS_SMOKE_VALKEY_SECONDS)s standalone on 3 Valkey nodes"
+	PATH="$(abspath $(VALKEY))/bin:$$PATH" $(HOST)/tests/edgelock_chaos --nodes 3 \
+	    --seconds $(CHAOS_SMOKE_VALKEY_SECONDS)
 
 test-aarch64: cross-aarch64
 	@echo "== aarch64: unit tests under qemu-aarch64"

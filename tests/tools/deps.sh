@@ -3,7 +3,8 @@
 # needs and the machine lacks. The library itself needs only a C++17 compiler
 # and POSIX sockets; everything here is for the tests, the cross builds and the
 # fuzzer (python3-redis: redis-py's Lock, the other lock client of the interop
-# tests; musl-tools: the C API's static program built against musl). Extra package names may be given as arguments (`make bench` adds its
+# tests; musl-tools: the C API's static program built against musl). Valkey
+# comes from tests/tools/fetch_valkey.sh, which make deps runs after this. Extra package names may be given as arguments (`make bench` adds its
 # own). As root (or with password-less sudo) it installs; otherwise it prints
 # the exact command and stops.
 set -eu
