@@ -65,6 +65,20 @@ struct test_client {
 int test_client_open(struct test_client* t, unsigned port,
                      const struct edgelock_client_options* options);
 
+/* Two owners of one name: two clients of the same server, each with its lock
+ * of that name (options NULL: the defaults). Not to be moved once opened. */
+struct two_owners {
+    struct test_client a, b;
+    edgelock_align mem_a[EDGELOCK_LOCK_WORDS], mem_b[EDGELOCK_LOCK_WORDS];
+    edgelock_lock *la, *lb;
+};
+
+/* 0, or 1 said on stderr. */
+int two_owners_open(struct two_owners* o, unsigned port, const char* name,
+                    const struct edgelock_lock_options* options_a,
+                    const struct edgelock_lock_options* options_b);
+void two_owners_close(struct two_owners* o);
+
 /* What a lock's callback saw: counts per event kind, the latest event and
  * the kinds in order. */
 #define RECORDER_KINDS 7

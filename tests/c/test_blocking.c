@@ -101,104 +101,89 @@ int case_blocking(void) {
 
 int case_contention(void) {
     struct test_server s;
-    struct test_client a, b;
-    edgelock_align mem_a[EDGELOCK_LOCK_WORDS], mem_b[EDGELOCK_LOCK_WORDS];
+    struct two_owners o;
     struct edgelock_lock_options lo;
-    edgelock_lock *la = NULL, *lb = NULL;
     struct edgelock_event e;
     char token[EDGELOCK_TOKEN_TEXT], value[64];
 
     CHECK(server_start(&s) == 0);
-    CHECK(test_client_open(&a, s.port, NULL) == 0);
-    CHECK(test_client_open(&b, s.port, NULL) == 0);
     edgelock_lock_options_init(&lo);
     lo.ttl_ms = 10000;
-    CHECK_RC(edgelock_lock_init(mem_a, sizeof mem_a, a.c, "c-api-shared", &lo, &la), EDGELOCK_OK);
-    CHECK_RC(edgelock_lock_init(mem_b, sizeof mem_b, b.c, "c-api-shared", &lo, &lb), EDGELOCK_OK);
+    CHECK(two_owners_open(&o, s.port, "c-api-shared", &lo, &lo) == 0);
 
-    CHECK_RC(edgelock_lock_try_acquire(la), EDGELOCK_OK);
-    CHECK(lock_token(la, token) == 0);
+    CHECK_RC(edgelock_lock_try_acquire(o.la), EDGELOCK_OK);
+    CHECK(lock_token(o.la, token) == 0);
 
     /* The second owner is told who holds it, and for how long. */
-    CHECK_RC(edgelock_lock_try_acquire(lb), EDGELOCK_ERR_HELD);
-    edgelock_lock_last_event(lb, &e);
+    CHECK_RC(edgelock_lock_try_acquire(o.lb), EDGELOCK_ERR_HELD);
+    edgelock_lock_last_event(o.lb, &e);
     CHECK_INT(e.kind, ==, EDGELOCK_EVENT_BUSY);
     CHECK_INT(e.holder_ttl_ms, >, 0);
     CHECK_INT(e.holder_ttl_ms, <=, 10000);
-    CHECK_INT(edgelock_lock_held(lb), ==, 0);
+    CHECK_INT(edgelock_lock_held(o.lb), ==, 0);
     /* A bounded wait while the holder keeps it ends busy too. */
     const uint64_t start = test_now_ms();
-    CHECK_RC(edgelock_lock_acquire(lb, 300), EDGELOCK_ERR_HELD);
+    CHECK_RC(edgelock_lock_acquire(o.lb, 300), EDGELOCK_ERR_HELD);
     CHECK_INT(test_now_ms() - start, <, 5000);
-    CHECK_INT(last_kind(lb), ==, EDGELOCK_EVENT_BUSY);
+    CHECK_INT(last_kind(o.lb), ==, EDGELOCK_EVENT_BUSY);
     CHECK(server_get(&s, "c-api-shared", value, sizeof value) == 0);
     CHECK(strcmp(value, token) == 0);
-    CHECK_INT(edgelock_lock_held(la), ==, 1);
+    CHECK_INT(edgelock_lock_held(o.la), ==, 1);
 
     /* Once the first releases, the second's wait succeeds. */
-    CHECK_RC(edgelock_lock_release(la), EDGELOCK_OK);
-    CHECK_RC(edgelock_lock_acquire(lb, 3000), EDGELOCK_OK);
-    CHECK_INT(edgelock_lock_held(lb), ==, 1);
-    CHECK(lock_token(lb, token) == 0);
+    CHECK_RC(edgelock_lock_release(o.la), EDGELOCK_OK);
+    CHECK_RC(edgelock_lock_acquire(o.lb, 3000), EDGELOCK_OK);
+    CHECK_INT(edgelock_lock_held(o.lb), ==, 1);
+    CHECK(lock_token(o.lb, token) == 0);
     CHECK(server_get(&s, "c-api-shared", value, sizeof value) == 0);
     CHECK(strcmp(value, token) == 0);
 
     /* And now the first is the one refused. */
-    CHECK_RC(edgelock_lock_try_acquire(la), EDGELOCK_ERR_HELD);
-    CHECK_INT(last_kind(la), ==, EDGELOCK_EVENT_BUSY);
-    CHECK_RC(edgelock_lock_release(lb), EDGELOCK_OK);
+    CHECK_RC(edgelock_lock_try_acquire(o.la), EDGELOCK_ERR_HELD);
+    CHECK_INT(last_kind(o.la), ==, EDGELOCK_EVENT_BUSY);
+    CHECK_RC(edgelock_lock_release(o.lb), EDGELOCK_OK);
     CHECK_INT(server_integer(&s, "EXISTS", "c-api-shared", (const char*)NULL), ==, 0);
 
-    edgelock_lock_deinit(la);
-    edgelock_lock_deinit(lb);
-    edgelock_client_deinit(a.c);
-    edgelock_client_deinit(b.c);
+    two_owners_close(&o);
     return 0;
 }
 
 int case_expired_holder(void) {
     struct test_server s;
-    struct test_client a, b;
-    edgelock_align mem_a[EDGELOCK_LOCK_WORDS], mem_b[EDGELOCK_LOCK_WORDS];
-    struct edgelock_lock_options lo;
-    edgelock_lock *la = NULL, *lb = NULL;
+    struct two_owners o;
+    struct edgelock_lock_options short_ttl, long_ttl;
     char token[EDGELOCK_TOKEN_TEXT], value[64];
 
     CHECK(server_start(&s) == 0);
-    CHECK(test_client_open(&a, s.port, NULL) == 0);
-    CHECK(test_client_open(&b, s.port, NULL) == 0);
-    edgelock_lock_options_init(&lo);
-    lo.ttl_ms = 800;
-    CHECK_RC(edgelock_lock_init(mem_a, sizeof mem_a, a.c, "c-api-dead", &lo, &la), EDGELOCK_OK);
-    lo.ttl_ms = 10000;
-    CHECK_RC(edgelock_lock_init(mem_b, sizeof mem_b, b.c, "c-api-dead", &lo, &lb), EDGELOCK_OK);
+    edgelock_lock_options_init(&short_ttl);
+    short_ttl.ttl_ms = 800;
+    edgelock_lock_options_init(&long_ttl);
+    long_ttl.ttl_ms = 10000;
+    CHECK(two_owners_open(&o, s.port, "c-api-dead", &short_ttl, &long_ttl) == 0);
 
     /* A holder that is never driven again: nothing renews its key. */
-    CHECK_RC(edgelock_lock_try_acquire(la), EDGELOCK_OK);
+    CHECK_RC(edgelock_lock_try_acquire(o.la), EDGELOCK_OK);
     const long long left = server_integer(&s, "PTTL", "c-api-dead", (const char*)NULL);
     CHECK_INT(left, >, 0);
     const uint64_t start = test_now_ms();
-    CHECK_RC(edgelock_lock_acquire(lb, 5000), EDGELOCK_OK);
+    CHECK_RC(edgelock_lock_acquire(o.lb, 5000), EDGELOCK_OK);
     /* Not before the first's key expired (the server's clock, a little slack). */
     CHECK_INT(test_now_ms() - start + 50, >=, left);
-    CHECK(lock_token(lb, token) == 0);
+    CHECK(lock_token(o.lb, token) == 0);
     CHECK(server_get(&s, "c-api-dead", value, sizeof value) == 0);
     CHECK(strcmp(value, token) == 0);
 
     /* The first's validity has ended: not held, and its release deletes
      * nothing of the new holder's. */
-    CHECK_INT(edgelock_lock_held(la), ==, 0);
-    CHECK_INT(edgelock_lock_validity_ms(la), ==, 0);
-    CHECK_RC(edgelock_lock_release(la), EDGELOCK_ERR_NOT_HELD);
-    CHECK_RC(edgelock_lock_renew(la), EDGELOCK_ERR_NOT_HELD);
+    CHECK_INT(edgelock_lock_held(o.la), ==, 0);
+    CHECK_INT(edgelock_lock_validity_ms(o.la), ==, 0);
+    CHECK_RC(edgelock_lock_release(o.la), EDGELOCK_ERR_NOT_HELD);
+    CHECK_RC(edgelock_lock_renew(o.la), EDGELOCK_ERR_NOT_HELD);
     CHECK(server_get(&s, "c-api-dead", value, sizeof value) == 0);
     CHECK(strcmp(value, token) == 0);
 
-    CHECK_RC(edgelock_lock_release(lb), EDGELOCK_OK);
-    edgelock_lock_deinit(la);
-    edgelock_lock_deinit(lb);
-    edgelock_client_deinit(a.c);
-    edgelock_client_deinit(b.c);
+    CHECK_RC(edgelock_lock_release(o.lb), EDGELOCK_OK);
+    two_owners_close(&o);
     return 0;
 }
 
@@ -311,43 +296,33 @@ int case_semaphore(void) {
 
 int case_resume(void) {
     struct test_server s;
-    struct test_client a, b;
-    edgelock_align mem_a[EDGELOCK_LOCK_WORDS], mem_b[EDGELOCK_LOCK_WORDS];
-    edgelock_lock *la = NULL, *lb = NULL;
+    struct two_owners o;
     char token[EDGELOCK_TOKEN_TEXT], resumed[EDGELOCK_TOKEN_TEXT];
 
     CHECK(server_start(&s) == 0);
-    CHECK(test_client_open(&a, s.port, NULL) == 0);
-    CHECK(test_client_open(&b, s.port, NULL) == 0);
-    CHECK_RC(edgelock_lock_init(mem_a, sizeof mem_a, a.c, "c-api-handover", NULL, &la),
-             EDGELOCK_OK);
-    CHECK_RC(edgelock_lock_init(mem_b, sizeof mem_b, b.c, "c-api-handover", NULL, &lb),
-             EDGELOCK_OK);
+    CHECK(two_owners_open(&o, s.port, "c-api-handover", NULL, NULL) == 0);
 
     /* Another client takes over the hold by its token, renews and releases
      * it. */
-    CHECK_RC(edgelock_lock_acquire(la, 2000), EDGELOCK_OK);
-    CHECK(lock_token(la, token) == 0);
-    CHECK_RC(edgelock_lock_resume(lb, token), EDGELOCK_OK);
-    CHECK(lock_token(lb, resumed) == 0);
+    CHECK_RC(edgelock_lock_acquire(o.la, 2000), EDGELOCK_OK);
+    CHECK(lock_token(o.la, token) == 0);
+    CHECK_RC(edgelock_lock_resume(o.lb, token), EDGELOCK_OK);
+    CHECK(lock_token(o.lb, resumed) == 0);
     CHECK(strcmp(resumed, token) == 0);
-    CHECK_RC(edgelock_lock_renew(lb), EDGELOCK_OK);
-    CHECK_INT(edgelock_lock_held(lb), ==, 1);
-    CHECK_RC(edgelock_lock_release(lb), EDGELOCK_OK);
+    CHECK_RC(edgelock_lock_renew(o.lb), EDGELOCK_OK);
+    CHECK_INT(edgelock_lock_held(o.lb), ==, 1);
+    CHECK_RC(edgelock_lock_release(o.lb), EDGELOCK_OK);
     CHECK_INT(server_integer(&s, "EXISTS", "c-api-handover", (const char*)NULL), ==, 0);
 
     /* The first's renew now finds the key gone. */
-    CHECK_RC(edgelock_lock_renew(la), EDGELOCK_ERR_LOST);
+    CHECK_RC(edgelock_lock_renew(o.la), EDGELOCK_ERR_LOST);
     struct edgelock_event e;
-    edgelock_lock_last_event(la, &e);
+    edgelock_lock_last_event(o.la, &e);
     CHECK_INT(e.kind, ==, EDGELOCK_EVENT_LOST);
     CHECK_INT(e.reason, ==, EDGELOCK_REASON_NOT_OURS);
-    CHECK_INT(edgelock_lock_held(la), ==, 0);
+    CHECK_INT(edgelock_lock_held(o.la), ==, 0);
 
-    edgelock_lock_deinit(la);
-    edgelock_lock_deinit(lb);
-    edgelock_client_deinit(a.c);
-    edgelock_client_deinit(b.c);
+    two_owners_close(&o);
     return 0;
 }
 

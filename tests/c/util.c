@@ -19,6 +19,27 @@ int test_client_open(struct test_client* t, unsigned port,
     return 0;
 }
 
+int two_owners_open(struct two_owners* o, unsigned port, const char* name,
+                    const struct edgelock_lock_options* options_a,
+                    const struct edgelock_lock_options* options_b) {
+    o->la = NULL;
+    o->lb = NULL;
+    CHECK(test_client_open(&o->a, port, NULL) == 0);
+    CHECK(test_client_open(&o->b, port, NULL) == 0);
+    CHECK_RC(edgelock_lock_init(o->mem_a, sizeof o->mem_a, o->a.c, name, options_a, &o->la),
+             EDGELOCK_OK);
+    CHECK_RC(edgelock_lock_init(o->mem_b, sizeof o->mem_b, o->b.c, name, options_b, &o->lb),
+             EDGELOCK_OK);
+    return 0;
+}
+
+void two_owners_close(struct two_owners* o) {
+    edgelock_lock_deinit(o->la);
+    edgelock_lock_deinit(o->lb);
+    edgelock_client_deinit(o->a.c);
+    edgelock_client_deinit(o->b.c);
+}
+
 void recorder_init(struct recorder* r) {
     memset(r, 0, sizeof *r);
     r->last.kind = -1;
