@@ -3,7 +3,8 @@
 # needs and the machine lacks. The library itself needs only a C++17 compiler
 # and POSIX sockets; everything here is for the tests, the cross builds and the
 # fuzzer (python3-redis: redis-py's Lock, the other lock client of the interop
-# tests; musl-tools: the C API's static program built against musl). Valkey
+# tests; musl-tools: the C API's static program built against musl;
+# groff-base: the manual's check). Valkey
 # comes from tests/tools/fetch_valkey.sh, which make deps runs after this. Extra package names may be given as arguments (`make bench` adds its
 # own). As root (or with password-less sudo) it installs; otherwise it prints
 # the exact command and stops.
@@ -12,7 +13,7 @@ set -eu
 PACKAGES="cmake make g++ pkg-config catch2 redis-server
 g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 gcc-arm-none-eabi libstdc++-arm-none-eabi-dev libnewlib-arm-none-eabi
-clang libclang-rt-dev clang-format libmbedtls-dev python3-redis musl-tools
+clang libclang-rt-dev clang-format libmbedtls-dev python3-redis musl-tools groff-base
 libmbedtls-dev:arm64 libmbedtls-dev:armhf $*"
 # The cross builds link the target's mbedTLS from Debian's multiarch packages
 # (the :arm64 and :armhf ones above), which need those architectures added.
