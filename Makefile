@@ -5,6 +5,11 @@
 
 BUILD        ?= build
 JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
+# The host's tests mostly wait on the servers they start (failovers, ttls,
+# a Cluster forming): twice as many at once as there are cores keeps the
+# cores busy (with 2 cores, 4 at once take half the time of 2 and use a third
+# of the CPU).
+TEST_JOBS    ?= $(shell echo $$(( $(JOBS) * 2 )))
 BUILD_TYPE   ?= RelWithDebInfo
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 20
@@ -67,7 +72,7 @@ host-build:
 
 test-host: host-build
 	@echo "== host: unit tests"
-	ctest --test-dir $(HOST) --output-on-failure -j $(JOBS)
+	ctest --test-dir $(HOST) --output-on-failure -j $(TEST_JOBS)
 
 # The unit and integration tests again, built with ASan + UBSan, and the
 # agent's tests tagged [asan] against an agent built so; any finding aborts
