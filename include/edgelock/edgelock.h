@@ -67,10 +67,18 @@ typedef union edgelock_align {
 /* Bytes enough for a client of `nodes` nodes and `extra` Cluster connections,
  * and for a lock, in the library's default configuration (buffers of
  * include/edgelock/config.hpp); edgelock_client_size() and
- * edgelock_lock_size() give the exact figures, and init refuses less. */
+ * edgelock_lock_size() give the exact figures, and init refuses less. A
+ * library built with larger buffers defines these larger alongside them
+ * (EDGELOCK_CONFIG_DEFINES), or fails to build saying which is too small. */
+#ifndef EDGELOCK_CLIENT_BASE_BYTES
 #define EDGELOCK_CLIENT_BASE_BYTES 2560u
+#endif
+#ifndef EDGELOCK_CONNECTION_BYTES
 #define EDGELOCK_CONNECTION_BYTES 9216u
+#endif
+#ifndef EDGELOCK_LOCK_BYTES
 #define EDGELOCK_LOCK_BYTES 1536u
+#endif
 #define EDGELOCK_CLIENT_BYTES(nodes, extra) \
     (EDGELOCK_CLIENT_BASE_BYTES + ((nodes) + (extra)) * EDGELOCK_CONNECTION_BYTES)
 #define EDGELOCK_WORDS_(bytes) (((bytes) + sizeof(edgelock_align) - 1) / sizeof(edgelock_align))
