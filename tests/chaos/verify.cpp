@@ -40,6 +40,7 @@ struct section {
     bool paused = false;           // its worker was stopped while inside
     std::int64_t pause_start = 0;  // when (the first such stop)
     bool write_rejected = false;
+    std::int64_t write_at = -1;  // when its write returned; -1: none
 };
 
 struct op {
@@ -149,8 +150,9 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
                     if (kind == "exit") {
                         sections[it->second].exit = t;
                         sections[it->second].outcome = outcome;
-                    } else if (outcome == "rejected") {
-                        sections[it->second].write_rejected = true;
+                    } else {
+                        sections[it->second].write_at = t;
+                        sections[it->second].write_rejected = outcome == "rejected";
                     }
                 }
             } else if (kind == "op") {
@@ -203,7 +205,9 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
         }
     }
 
-    // Paused holders: the worker's group was stopped while it was inside.
+    // Paused holders: the worker's group was stopped while it was inside, or
+    // after its last check while its write was on its way (a write is issued
+    // after a check and lands when the storage takes it).
     std::map<std::string, long long> fault_counts;
     for (const fault& f : faults) {
         ++fault_counts[f.kind];
@@ -211,8 +215,8 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
             continue;
         }
         for (section& s : sections) {
-            if (s.worker == f.target && s.enter <= f.start && f.start <= s.exit &&
-                (!s.paused || f.start < s.pause_start)) {
+            if (s.worker == f.target && s.enter <= f.start &&
+                f.start <= std::max(s.exit, s.write_at) && (!s.paused || f.start < s.pause_start)) {
                 s.paused = true;
                 s.pause_start = f.start;
             }
