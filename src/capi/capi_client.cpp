@@ -40,16 +40,6 @@ bool counts_ok(unsigned nodes, unsigned extra) noexcept {
 
 }  // namespace
 
-namespace edgelock {
-namespace capi {
-
-str_view view_of(const char* s) noexcept {
-    return s == nullptr ? str_view() : str_view(s, std::strlen(s));
-}
-
-}  // namespace capi
-}  // namespace edgelock
-
 extern "C" {
 
 void edgelock_client_options_init(struct edgelock_client_options* o) {
@@ -117,11 +107,11 @@ int edgelock_client_init(void* mem, size_t size, unsigned nodes, unsigned extra,
     co.stall_timeout = ms(options->stall_timeout_ms);
     co.resp3 = options->resp3 != 0;
     co.notify = options->notify != 0;
-    co.client_name = view_of(options->client_name);
-    co.username = view_of(options->username);
-    co.password = view_of(options->password);
-    co.sentinel_username = view_of(options->sentinel_username);
-    co.sentinel_password = view_of(options->sentinel_password);
+    co.client_name = str_view(options->client_name);
+    co.username = str_view(options->username);
+    co.password = str_view(options->password);
+    co.sentinel_username = str_view(options->sentinel_username);
+    co.sentinel_password = str_view(options->sentinel_password);
     if (options->tls != nullptr) {
         co.via = options->tls->via;
     }
@@ -135,7 +125,7 @@ int edgelock_client_init(void* mem, size_t size, unsigned nodes, unsigned extra,
         edgelock_client(conns, static_cast<std::uint8_t>(nodes), static_cast<std::uint8_t>(extra));
     str_view views[lock_max_nodes];
     for (std::size_t i = 0; i < count; ++i) {
-        views[i] = view_of(urls[i]);
+        views[i] = str_view(urls[i]);
     }
     const client_errc e = c->impl.configure(views, count, co);
     if (e != client_errc::ok && e != client_errc::bad_url && e != client_errc::tls_not_built_in) {

@@ -33,9 +33,6 @@ constexpr duration ms(std::uint32_t v) noexcept {
     return duration::millis(v);
 }
 
-// A C string as a view; NULL is empty.
-str_view view_of(const char* s) noexcept;
-
 // Where a pointer is aligned for T.
 template <class T>
 bool aligned_for(const void* p) noexcept {

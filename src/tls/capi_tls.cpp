@@ -128,11 +128,11 @@ int edgelock_tls_init(void* mem, size_t size, unsigned sessions,
     handle->via = &t->transport;
     handle->object = t;
     tls_options to;
-    to.ca_file = capi::view_of(options->ca_file);
-    to.ca_dir = capi::view_of(options->ca_dir);
-    to.cert_file = capi::view_of(options->cert_file);
-    to.key_file = capi::view_of(options->key_file);
-    to.server_name = capi::view_of(options->server_name);
+    to.ca_file = str_view(options->ca_file);
+    to.ca_dir = str_view(options->ca_dir);
+    to.cert_file = str_view(options->cert_file);
+    to.key_file = str_view(options->key_file);
+    to.server_name = str_view(options->server_name);
     to.always = options->always != 0;
     to.insecure_skip_verify = options->insecure_skip_verify != 0;
     const int status = status_of(t->transport.configure(to));
