@@ -323,6 +323,15 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
             session_cache_given = true;
         } else if (name == "--json") {
             o.json = true;
+        } else if (name == "--metrics-file") {
+            if (!value_of(arg, name.size(), v)) {
+                return false;
+            }
+            if (v.empty()) {
+                error = name + " needs a value";
+                return false;
+            }
+            o.metrics_file = v;
         } else if (name == "--label") {
             if (!value_of(arg, name.size(), v)) {
                 return false;
@@ -393,6 +402,10 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
     if (o.permits != 0 && o.cmd != command::run) {
         // acquire would leave a permit whose renew needs to know which one.
         error = "--permits is for run";
+        return false;
+    }
+    if (!o.metrics_file.empty() && o.cmd != command::run) {
+        error = "--metrics-file is for run, whose job it reports";
         return false;
     }
     if (o.json && o.cmd != command::status && o.cmd != command::list) {

@@ -62,6 +62,9 @@ struct options {
     // or "acquire"); "" when not given.
     std::string label;
     bool json = false;               // status, list: JSON on stdout
+    // run: the Prometheus text file written at the end of the run
+    // (metrics_file.hpp); "" when off.
+    std::string metrics_file;
     std::string key;                 // list: the pattern ("*" when none)
     std::string token;               // renew, release
     std::vector<std::string> child;  // run: COMMAND [ARG...]
