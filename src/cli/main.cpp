@@ -95,6 +95,9 @@ int main(int argc, char** argv) {
         std::printf("edgelock %s\n", EDGELOCK_VERSION_STRING);
         return exit_ok;
     }
+    if (opt.cmd == command::config) {
+        return config_command(opt);
+    }
     start_messages(opt.verbosity);
     open_service_status();
     const int status = run_agent();

@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "edgelock/lock.hpp"
-#include "node_list.hpp"
+#include "layers.hpp"
 #include "session_cache.hpp"
 
 namespace edgelock_cli {
@@ -86,64 +86,26 @@ std::string without_credentials(const std::string& list) {
 
 namespace {
 
-// A decimal in 0..255, nothing else.
-bool parse_byte(const std::string& v, unsigned& out) {
-    char* end = nullptr;
-    errno = 0;
-    const long n = std::strtol(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || errno != 0 || n < 0 || n > 255) {
-        return false;
+const char* const commands = "(run, acquire, renew, release, status, list, config)";
+
+// The setting an option names: -N, -t, -w, -E, or a setting's name after
+// "--" (but not --password: a password in argv is for ps to show).
+bool option_setting(const std::string& name, setting& out) {
+    if (name == "-N" || name == "-t" || name == "-w" || name == "-E") {
+        out = name == "-N"   ? setting::nodes
+              : name == "-t" ? setting::ttl
+              : name == "-w" ? setting::wait
+                             : setting::conflict_exit_code;
+        return true;
     }
-    out = static_cast<unsigned>(n);
-    return true;
+    return name.size() > 2 && name.compare(0, 2, "--") == 0 && name != "--password" &&
+           setting_named(name.substr(2), out);
 }
 
-bool read_password_file(const std::string& path, std::string& out, std::string& error) {
-    std::FILE* f = std::fopen(path.c_str(), "re");
-    if (f == nullptr) {
-        error = "cannot read password file '" + path + "': " + std::strerror(errno);
-        return false;
-    }
-    char buf[1024];
-    const std::size_t n = std::fread(buf, 1, sizeof buf, f);
-    const bool more = std::fgetc(f) != EOF;
-    const int read_error = std::ferror(f) != 0 ? errno : 0;
-    std::fclose(f);
-    if (read_error != 0) {  // a directory, say: not an empty password
-        error = "cannot read password file '" + path + "': " + std::strerror(read_error);
-        return false;
-    }
-    if (more) {
-        error = "password file '" + path + "' is too long";
-        return false;
-    }
-    std::string text(buf, n);
-    // The first line; a trailing newline (or CRLF) is not part of it.
-    const std::size_t eol = text.find_first_of("\r\n");
-    if (eol != std::string::npos) {
-        text.resize(eol);
-    }
-    out = text;
-    return true;
-}
-
-}  // namespace
-
-bool parse_command_line(int argc, char** argv, options& out, std::string& error) {
-    options o;
-    if (const char* env = std::getenv("EDGELOCK_NODES")) {
-        if (*env != '\0' && !split_nodes(env, o.nodes)) {
-            error = "EDGELOCK_NODES: empty node in the list";
-            return false;
-        }
-    }
-    if (const char* pw = std::getenv("REDISCLI_AUTH")) {
-        o.password = pw;
-        o.have_password = true;
-    }
-    std::vector<std::string> operands;
+// argv, read without applying any setting: the subcommand, the operands,
+// the command, the settings in order, and what is not a setting.
+bool scan(int argc, char** argv, options& o, command_line& cl, std::string& error) {
     bool after_dashes = false;
-    bool session_cache_given = false;
     int i = 1;
     // The value of an option: "--ttl 5s", "--ttl=5s", "-t5s" or "-t 5s".
     auto value_of = [&](const std::string& arg, std::size_t name_len, std::string& v) {
@@ -169,26 +131,23 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
             continue;
         }
         if (arg.size() < 2 || arg[0] != '-') {
-            if (o.cmd == command::none) {
-                if (arg == "run") {
-                    o.cmd = command::run;
-                } else if (arg == "acquire") {
-                    o.cmd = command::acquire;
-                } else if (arg == "renew") {
-                    o.cmd = command::renew;
-                } else if (arg == "release") {
-                    o.cmd = command::release;
-                } else if (arg == "status") {
-                    o.cmd = command::status;
-                } else if (arg == "list") {
-                    o.cmd = command::list;
-                } else {
-                    error = "unknown command '" + arg +
-                            "' (run, acquire, renew, release, status, list)";
-                    return false;
+            if (o.cmd != command::none) {
+                cl.operands.push_back(arg);
+                continue;
+            }
+            const char* const names[] = {"run",    "acquire", "renew", "release",
+                                         "status", "list",    "config"};
+            const command cmds[] = {command::run,     command::acquire, command::renew,
+                                    command::release, command::status,  command::list,
+                                    command::config};
+            for (std::size_t c = 0; c < sizeof names / sizeof names[0]; ++c) {
+                if (arg == names[c]) {
+                    o.cmd = cmds[c];
                 }
-            } else {
-                operands.push_back(arg);
+            }
+            if (o.cmd == command::none) {
+                error = "unknown command '" + arg + "' " + commands;
+                return false;
             }
             continue;
         }
@@ -206,71 +165,31 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
             error = "unknown option '" + arg + "'";
             return false;
         }
-        if (name == "-h" || name == "--help") {
-            o.cmd = command::help;
-            out = o;
+        setting which = setting::nodes;
+        if (name == "-h" || name == "--help" || name == "-V" || name == "--version") {
+            o.cmd = name == "-h" || name == "--help" ? command::help : command::version;
             return true;
-        } else if (name == "-V" || name == "--version") {
-            o.cmd = command::version;
-            out = o;
-            return true;
-        } else if (name == "-N" || name == "--nodes") {
+        } else if (name == "--tls" || name == "--insecure" || name == "--fencing") {
+            setting_named(name.substr(2), which);
+            cl.settings.push_back(given{which, name, "yes"});
+        } else if (option_setting(name, which)) {
             if (!value_of(arg, name.size(), v)) {
                 return false;
             }
-            if (!split_nodes(v, o.nodes)) {
-                error = "--nodes: empty node in the list '" + v + "'";
-                return false;
-            }
-        } else if (name == "-t" || name == "--ttl" || name == "-w" || name == "--wait" ||
-                   name == "--renew-every" || name == "--grace" || name == "--max-hold") {
-            if (!value_of(arg, name.size(), v)) {
-                return false;
-            }
-            edgelock::duration d;
-            const bool forever = (name == "-w" || name == "--wait") && v == "forever";
-            if (forever) {
-                d = wait_forever;
-            } else if (!parse_duration(v, d)) {
-                error = "bad duration '" + v + "' for " + name + " (250ms, 10s, 2m, 1h)";
-                return false;
-            }
-            if (name == "-t" || name == "--ttl") {
-                if (d.ms() == 0 || d.ms() > edgelock::lock_max_ttl_ms) {
-                    error = "--ttl must be between 1ms and 24h";
-                    return false;
-                }
-                o.ttl = d;
-            } else if (name == "-w" || name == "--wait") {
-                o.wait = d;
-            } else if (name == "--renew-every" || name == "--max-hold") {
-                if (d.us == 0) {
-                    error = name + " must be above 0";
-                    return false;
-                }
-                (name == "--max-hold" ? o.max_hold : o.renew_every) = d;
-            } else {
-                o.grace = d;
-            }
+            // -E's messages name it in full, as they always have.
+            cl.settings.push_back(given{which, name == "-E" ? "--conflict-exit-code" : name, v});
         } else if (name == "-n" || name == "--nonblock") {
             o.nonblock = true;
-        } else if (name == "-E" || name == "--conflict-exit-code" || name == "--min-replicas") {
-            unsigned n = 0;
+        } else if (name == "--config") {
             if (!value_of(arg, name.size(), v)) {
                 return false;
             }
-            if (!parse_byte(v, n)) {
-                error = (name == "-E" ? std::string("--conflict-exit-code") : name) +
-                        " must be 0..255, not '" + v + "'";
+            if (v.empty()) {
+                error = "--config needs a value (a file, or none)";
                 return false;
             }
-            if (name == "--min-replicas") {
-                o.min_replicas = n;
-            } else {
-                o.conflict_exit = static_cast<int>(n);
-            }
-        } else if (arg == "--fencing") {
-            o.fencing = true;
+            cl.config = v;
+            cl.config_given = true;
         } else if (name == "--permits") {
             unsigned n = 0;
             if (!value_of(arg, name.size(), v)) {
@@ -282,66 +201,8 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                 return false;
             }
             o.permits = n;
-        } else if (name == "--password-file") {
-            if (!value_of(arg, name.size(), v) || !read_password_file(v, o.password, error)) {
-                return false;
-            }
-            o.have_password = true;
-        } else if (name == "--sentinel-password-file") {
-            if (!value_of(arg, name.size(), v) ||
-                !read_password_file(v, o.sentinel_password, error)) {
-                return false;
-            }
-        } else if (name == "--tls") {
-            o.tls = true;
-        } else if (name == "--insecure") {
-            o.insecure = true;
-        } else if (name == "--cacert" || name == "--cacertdir" || name == "--cert" ||
-                   name == "--key" || name == "--sni") {
-            if (!value_of(arg, name.size(), v)) {
-                return false;
-            }
-            if (v.empty()) {
-                error = name + " needs a value";
-                return false;
-            }
-            std::string& field = name == "--cacert"      ? o.cacert
-                                 : name == "--cacertdir" ? o.cacertdir
-                                 : name == "--cert"      ? o.cert
-                                 : name == "--key"       ? o.tls_key
-                                                         : o.sni;
-            field = v;
-        } else if (name == "--tls-session-cache") {
-            if (!value_of(arg, name.size(), v)) {
-                return false;
-            }
-            if (v.empty()) {
-                error = name + " needs a value (a file, or none)";
-                return false;
-            }
-            o.tls_session_cache = v == "none" ? std::string() : v;
-            session_cache_given = true;
         } else if (name == "--json") {
             o.json = true;
-        } else if (name == "--metrics-file") {
-            if (!value_of(arg, name.size(), v)) {
-                return false;
-            }
-            if (v.empty()) {
-                error = name + " needs a value";
-                return false;
-            }
-            o.metrics_file = v;
-        } else if (name == "--label") {
-            if (!value_of(arg, name.size(), v)) {
-                return false;
-            }
-            if (!label_ok(v)) {
-                error = "--label must be 1 to " + std::to_string(max_label) +
-                        " bytes, without control characters";
-                return false;
-            }
-            o.label = v;
         } else if (name == "-v" || name == "--verbose") {
             o.verbosity = 2;
         } else if (name == "-q" || name == "--quiet") {
@@ -351,11 +212,92 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
             return false;
         }
     }
-    if (o.cmd == command::none) {
-        error = "no command given (run, acquire, renew, release, status, list)";
+    return true;
+}
+
+// Checks that tie an option to commands. They fire for the command line
+// only: a file's label, metrics-file or max-hold serves the commands that
+// use it and no others. `edgelock config` takes every option, to show it.
+bool command_checks(options& o, std::string& error) {
+    const bool config = o.cmd == command::config;
+    const bool run = o.cmd == command::run;
+    if (o.shown[setting::label].command_line && !config && !run && o.cmd != command::acquire) {
+        error = "--label is for run and acquire, which record who holds the lock";
         return false;
     }
-    const std::size_t want = o.cmd == command::renew || o.cmd == command::release ? 2 : 1;
+    if (o.permits != 0 && !run && !config) {
+        // acquire would leave a permit whose renew needs to know which one.
+        error = "--permits is for run";
+        return false;
+    }
+    if (o.shown[setting::metrics_file].command_line && !run && !config) {
+        error = "--metrics-file is for run, whose job it reports";
+        return false;
+    }
+    if (o.json && o.cmd != command::status && o.cmd != command::list && !config) {
+        error = "--json is for status, list and config";
+        return false;
+    }
+    if (o.shown[setting::max_hold].command_line && !run && !config) {
+        // Said rather than ignored: nothing of this agent stays to enforce it.
+        error = "--max-hold is for run: acquire leaves the lock to its ttl and the next renew";
+        return false;
+    }
+    if (!run && o.cmd != command::acquire) {
+        o.label.clear();
+    }
+    if (!run) {
+        o.metrics_file.clear();
+        o.max_hold = edgelock::duration{};
+    }
+    return true;
+}
+
+// The TLS options need a node that speaks TLS. Given on the command line
+// without one, they are an error (the user believes the traffic is
+// protected); from the file, they are left unused: a fleet's file may carry
+// them for its TLS nodes.
+bool tls_checks(options& o, std::string& error) {
+    const setting tls_settings[] = {
+        setting::cacert,   setting::cacertdir,        setting::cert, setting::key, setting::sni,
+        setting::insecure, setting::tls_session_cache};
+    if (!wants_tls(o)) {
+        for (const setting s : tls_settings) {
+            setting_origin& from = o.shown[s];
+            if (from.command_line) {
+                error = "TLS options need --tls or a rediss:// or rediss-sentinel:// node";
+                return false;
+            }
+            from.ignored = !from.from.empty();
+        }
+        o.cacert.clear();
+        o.cacertdir.clear();
+        o.cert.clear();
+        o.tls_key.clear();
+        o.sni.clear();
+        o.insecure = false;
+        o.tls_session_cache.clear();
+        return true;
+    }
+    if (o.cert.empty() != o.tls_key.empty()) {
+        const setting_origin& given = o.shown[o.cert.empty() ? setting::key : setting::cert];
+        error = given.command_line ? "--cert and --key go together"
+                                   : given.from + ": cert and key go together";
+        return false;
+    }
+    if (o.shown[setting::tls_session_cache].from.empty()) {
+        o.tls_session_cache = default_session_cache();
+        o.tls_session_cache_default = !o.tls_session_cache.empty();
+    }
+    return true;
+}
+
+// The operands, the password files, and the checks across settings.
+bool finish(const command_line& cl, options& o, std::string& error) {
+    std::vector<std::string> operands = cl.operands;
+    const std::size_t want = o.cmd == command::renew || o.cmd == command::release ? 2
+                             : o.cmd == command::config                           ? 0
+                                                                                  : 1;
     if (o.cmd == command::list && operands.empty()) {
         operands.push_back("*");
     }
@@ -368,14 +310,16 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
                 (o.cmd == command::run ? " (put the command after --)" : "");
         return false;
     }
-    o.key = operands[0];
-    if (o.key.empty()) {
-        error = "KEY must not be empty";
-        return false;
-    }
-    if (o.key.size() > edgelock::lock_max_name) {
-        error = "KEY is longer than " + std::to_string(edgelock::lock_max_name) + " bytes";
-        return false;
+    if (want > 0) {
+        o.key = operands[0];
+        if (o.key.empty()) {
+            error = "KEY must not be empty";
+            return false;
+        }
+        if (o.key.size() > edgelock::lock_max_name) {
+            error = "KEY is longer than " + std::to_string(edgelock::lock_max_name) + " bytes";
+            return false;
+        }
     }
     if (want == 2) {
         o.token = operands[1];
@@ -395,26 +339,7 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
         error = "only run takes a command after --";
         return false;
     }
-    if (!o.label.empty() && o.cmd != command::run && o.cmd != command::acquire) {
-        error = "--label is for run and acquire, which record who holds the lock";
-        return false;
-    }
-    if (o.permits != 0 && o.cmd != command::run) {
-        // acquire would leave a permit whose renew needs to know which one.
-        error = "--permits is for run";
-        return false;
-    }
-    if (!o.metrics_file.empty() && o.cmd != command::run) {
-        error = "--metrics-file is for run, whose job it reports";
-        return false;
-    }
-    if (o.json && o.cmd != command::status && o.cmd != command::list) {
-        error = "--json is for status and list";
-        return false;
-    }
-    if (o.cmd != command::run && o.max_hold.us != 0) {
-        // Said rather than ignored: nothing of this agent stays to enforce it.
-        error = "--max-hold is for run: acquire leaves the lock to its ttl and the next renew";
+    if (!command_checks(o, error) || !read_password_files(o, error)) {
         return false;
     }
     if (o.nodes.empty()) {
@@ -426,21 +351,33 @@ bool parse_command_line(int argc, char** argv, options& out, std::string& error)
     }
     if (o.nonblock) {
         o.wait = edgelock::duration{};
+        o.shown[setting::wait] = setting_origin{"0", "--nonblock", true, false};
     }
-    if (o.cert.empty() != o.tls_key.empty()) {
-        error = "--cert and --key go together";
+    return tls_checks(o, error);
+}
+
+}  // namespace
+
+bool parse_command_line(int argc, char** argv, options& out, std::string& error) {
+    options o;
+    command_line cl;
+    if (!scan(argc, argv, o, cl, error)) {
         return false;
     }
-    const bool tls_option = !o.cacert.empty() || !o.cacertdir.empty() || !o.cert.empty() ||
-                            !o.sni.empty() || o.insecure || session_cache_given;
-    if (tls_option && !wants_tls(o)) {
-        // Said rather than ignored: the user believes the traffic is protected.
-        error = "TLS options need --tls or a rediss:// or rediss-sentinel:// node";
+    if (o.cmd == command::help || o.cmd == command::version) {
+        out = o;
+        return true;
+    }
+    if (o.cmd == command::none) {
+        error = std::string("no command given ") + commands;
         return false;
     }
-    if (!session_cache_given) {
-        o.tls_session_cache = default_session_cache();
-        o.tls_session_cache_default = !o.tls_session_cache.empty();
+    if (!file_layer(cl, o, error) || !environment_layer(o, error) ||
+        !command_line_layer(cl, o, error)) {
+        return false;
+    }
+    if (!finish(cl, o, error)) {
+        return false;
     }
     out = o;
     return true;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "edgelock/time.hpp"
+#include "settings.hpp"
 
 namespace edgelock_cli {
 
@@ -21,7 +22,7 @@ enum exit_code : int {
     exit_config = 78,       // --permits differs from the semaphore's limit on a node
 };
 
-enum class command { none, run, acquire, renew, release, status, list, help, version };
+enum class command { none, run, acquire, renew, release, status, list, config, help, version };
 
 // --wait forever: a standby's wait, until the holder releases or dies (told
 // by the server). A hundred years: every deadline stays exact arithmetic.
@@ -40,8 +41,10 @@ struct options {
     edgelock::duration renew_every{};  // 0: ttl / 3
     edgelock::duration grace = edgelock::duration::seconds(5);
     edgelock::duration max_hold{};  // run: the job is stopped once held this long; 0: never
-    std::string password;           // from --password-file or $REDISCLI_AUTH
-    std::string sentinel_password;  // from --sentinel-password-file
+    std::string password;           // from password-file, password or $REDISCLI_AUTH
+    std::string sentinel_password;  // from sentinel-password-file
+    std::string password_file;      // read once every layer is in
+    std::string sentinel_password_file;
     bool have_password = false;
     // TLS, with redis-cli's option names: --tls, --cacert, --cacertdir,
     // --cert, --key, --sni, --insecure. rediss:// and rediss-sentinel:// nodes use
@@ -61,14 +64,21 @@ struct options {
     // run, acquire: the holder record's label (default: the command's name,
     // or "acquire"); "" when not given.
     std::string label;
-    bool json = false;               // status, list: JSON on stdout
+    bool json = false;  // status, list, config: JSON on stdout
     // run: the Prometheus text file written at the end of the run
     // (metrics_file.hpp); "" when off.
     std::string metrics_file;
     std::string key;                 // list: the pattern ("*" when none)
     std::string token;               // renew, release
     std::vector<std::string> child;  // run: COMMAND [ARG...]
+    settings_shown shown;            // config: where each setting came from
 };
+
+// The configuration file read when neither --config nor $EDGELOCK_CONFIG
+// names one; its absence is no error.
+#ifndef EDGELOCK_DEFAULT_CONFIG
+#define EDGELOCK_DEFAULT_CONFIG "/etc/edgelock.conf"
+#endif
 
 // Longest --label; the holder record (host, pid, label) stays within the
 // library's lock_max_holder.
@@ -79,11 +89,16 @@ bool label_ok(const std::string& v);
 // milliseconds only; false on anything else (empty, negative, overflow).
 bool parse_duration(const std::string& text, edgelock::duration& out);
 
-// Fills `out` from argv and the environment; on a usage error returns false
-// with a one-line message in `error`.
+// Fills `out` from its layers (settings.hpp): defaults, the configuration
+// file, the environment, argv. On a usage error returns false with a
+// one-line message in `error`.
 bool parse_command_line(int argc, char** argv, options& out, std::string& error);
 
 const char* usage_text();
+
+// edgelock config: the effective settings, one a line, and where each came
+// from; secrets masked. Returns the exit status.
+int config_command(const options& o);
 
 // A comma-separated node list with every URL's user and password removed
 // (redis://user:pw@host -> redis://host), for the command's environment.
