@@ -7,7 +7,9 @@
 // The program runs in its own process group, which finish() (on timeout) and
 // the destructor kill whole, so a child the program started does not outlive
 // the test either; and it dies with the test process (PR_SET_PDEATHSIG).
-// Nothing is inherited from the test's environment but PATH.
+// Nothing is inherited from the test's environment but PATH; and the agent
+// reads no configuration file (EDGELOCK_CONFIG=none) unless the test names
+// one, so that a /etc/edgelock.conf on the machine changes no test.
 #pragma once
 
 #include <fcntl.h>
@@ -45,6 +47,13 @@ public:
             throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
         }
         std::vector<std::string> envs = env;
+        bool config_named = false;
+        for (const std::string& e : env) {
+            config_named = config_named || e.compare(0, 16, "EDGELOCK_CONFIG=") == 0;
+        }
+        if (!config_named) {
+            envs.push_back("EDGELOCK_CONFIG=none");
+        }
         if (const char* path = std::getenv("PATH")) {
             envs.push_back(std::string("PATH=") + path);
         }
