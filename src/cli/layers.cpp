@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "config_file.hpp"
+#include "edgelock/lock.hpp"
 #include "edgelock/node_url.hpp"
 
 namespace edgelock_cli {
@@ -106,6 +107,10 @@ bool file_layer(const command_line& cl, options& o, std::string& error) {
         }
         if (!apply_setting(which, e.key, e.value, o, error)) {
             error = where + ": " + error;
+            return false;
+        }
+        if (which == setting::nodes && o.nodes.size() > edgelock::lock_max_nodes) {
+            error = where + ": at most " + std::to_string(edgelock::lock_max_nodes) + " nodes";
             return false;
         }
         if (which == setting::nodes) {

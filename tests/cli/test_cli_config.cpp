@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -268,6 +269,10 @@ TEST_CASE("cli config: bad files are usage errors naming FILE:LINE, and touch no
     temp_dir dir{"edgelock-config"};
     ::mkdir((dir / "a-directory").c_str(), 0700);
     REQUIRE(::mkfifo((dir / "a-fifo").c_str(), 0600) == 0);
+    std::string ten = n;
+    for (int k = 1; k < 10; ++k) {
+        ten += "," + n;
+    }
     std::string big;
     while (big.size() <= 64 * 1024) {
         big += "# " + std::string(70, 'c') + "\n";
@@ -292,6 +297,7 @@ TEST_CASE("cli config: bad files are usage errors naming FILE:LINE, and touch no
         {"min-replicas 256", "min-replicas = 256\n", ":1: min-replicas must be 0..255"},
         {"conflict-exit-code -1", "conflict-exit-code = -1\n", ":1: conflict-exit-code must be"},
         {"a bad node URL", "nodes = redis://127.0.0.1:0\n", ":1: bad node URL"},
+        {"ten nodes", "nodes = " + ten + "\n", ":1: at most "},
         {"an empty node", "nodes = " + n + ",," + n + "\n", ":1: nodes: empty node in the list"},
         {"an empty label", "label =\n", ":1: label must be 1 to 64 bytes"},
         {"an empty cacert", "cacert =\n", ":1: cacert needs a value"},
@@ -484,4 +490,106 @@ TEST_CASE("cli config: without a name, the default file, whose absence is no err
     CHECK(s["config"].value == "/etc/edgelock.conf");
     CHECK(s["config"].from == "default; not found");
     CHECK(s["ttl"].from == "default");
+}
+
+namespace {
+
+// A file beside the manual in the source tree (EDGELOCK_MANPAGE_PATH is
+// src/cli/edgelock.1).
+std::string source_file(const std::string& relative) {
+    const std::string manual = EDGELOCK_MANPAGE_PATH;
+    const std::size_t at = manual.rfind("src/cli/edgelock.1");
+    REQUIRE(at != std::string::npos);
+    return manual.substr(0, at) + relative;
+}
+
+}  // namespace
+
+TEST_CASE("cli config: the example file is read as it is, and the manual names every key",
+          "[cli][config]") {
+    temp_dir dir{"edgelock-config"};
+    const std::string pw = conf(dir, "password", "x\n");
+    std::string text = read_file(source_file("examples/edgelock.conf"));
+    REQUIRE(contains(text, "password-file = /etc/edgelock/password\n"));
+    // Its password file, here.
+    text.replace(text.find("/etc/edgelock/password\n"), 22, pw);
+    const std::string path = conf(dir, "edgelock.conf", text, 0644);
+    const strings args{"config", "--config", path};
+    const run_result r = agent(args);
+    INFO(show(args, r));
+    REQUIRE(r.status == 0);
+    strings order;
+    auto s = parse_shown(r.out, &order);
+    for (const char* k :
+         {"nodes", "password-file", "cacert", "cert", "key", "ttl", "wait", "metrics-file"}) {
+        INFO(k);
+        CHECK(starts_with(s[k].from, path + ":"));
+        CHECK_FALSE(contains(s[k].from, "ignored"));
+    }
+    // The manual's FILES section lists every key.
+    const std::string manual = read_file(EDGELOCK_MANPAGE_PATH);
+    const std::size_t files = manual.find(".SH FILES\n");
+    REQUIRE(files != std::string::npos);
+    std::string section = manual.substr(files, manual.find("\n.SH ", files + 1) - files);
+    for (std::size_t i = 0; (i = section.find("\\-", i)) != std::string::npos;) {
+        section.replace(i, 2, "-");
+    }
+    for (const std::string& k : order) {
+        INFO(k);
+        CHECK((k == "config" || contains(section, ".BR " + k + " ,") ||
+               contains(section, ".B " + k + "\n") || contains(section, ".BR " + k + " ;")));
+    }
+}
+
+TEST_CASE("cli config: files of random pieces end in 0 or 64, never worse", "[cli][config]") {
+    temp_dir dir{"edgelock-config"};
+    const char* const pieces[] = {"ttl",
+                                  "wait",
+                                  "nodes",
+                                  "label",
+                                  "password",
+                                  "tls",
+                                  "cacert",
+                                  "bogus",
+                                  "=",
+                                  " = ",
+                                  "=",
+                                  "#",
+                                  "\n",
+                                  "\n",
+                                  "\r\n",
+                                  " ",
+                                  "\t",
+                                  "5s",
+                                  "yes",
+                                  "none",
+                                  "forever",
+                                  "redis://127.0.0.1:1",
+                                  "redis://u:p@h",
+                                  ",",
+                                  "\xff\xfe",
+                                  "\x01",
+                                  "",
+                                  "-1",
+                                  "99999999999999999999h"};
+    std::mt19937 rng(20261128);
+    for (int i = 0; i < 150; ++i) {
+        std::string text;
+        const int n = static_cast<int>(rng() % 40);
+        for (int p = 0; p < n; ++p) {
+            text += pieces[rng() % (sizeof pieces / sizeof pieces[0])];
+        }
+        if (rng() % 8 == 0) {
+            text += std::string(1, '\0');
+        }
+        const std::string path = conf(dir, "r" + std::to_string(i), text, i % 2 ? 0600 : 0644);
+        const strings args{"config", "--config", path};
+        const run_result r = agent(args, {}, 5.0);
+        INFO(show(args, r));
+        CHECK((r.status == 0 || r.status == exit_usage));
+        if (r.status == exit_usage) {
+            CHECK(one_line(r.err));
+            CHECK(starts_with(r.err, "edgelock: " + path + ":"));
+        }
+    }
 }
