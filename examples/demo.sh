@@ -9,6 +9,9 @@ set -eu
 
 EDGELOCK=${1:?usage: demo.sh path/to/edgelock}
 AGENTS=${DEMO_AGENTS:-4}
+# The demo's agents use only the servers it starts: no configuration file of
+# the machine's (/etc/edgelock.conf) joins in.
+export EDGELOCK_CONFIG=none
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/edgelock-demo.XXXXXX")
 PIDS=""
 

@@ -721,6 +721,8 @@ int run() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // The agents measured read no configuration file of the machine's.
+    ::setenv("EDGELOCK_CONFIG", "none", 1);
     if (argc == 4 && std::string(argv[1]) == "--hold") {
         hold_command(argv[2], std::atoi(argv[3]));
     }

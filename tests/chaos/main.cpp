@@ -401,6 +401,9 @@ int orchestrate(int argc, char** argv) {
 }  // namespace edgelock_chaos
 
 int main(int argc, char** argv) {
+    // Every agent run here, in whatever mode, reads no configuration file:
+    // a machine's /etc/edgelock.conf must not change what is being checked.
+    ::setenv("EDGELOCK_CONFIG", "none", 1);
     if (argc >= 2) {
         const std::string mode = argv[1];
         if (mode == "worker") {
