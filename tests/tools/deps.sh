@@ -4,7 +4,9 @@
 # and POSIX sockets; everything here is for the tests, the cross builds and the
 # fuzzer (python3-redis: redis-py's Lock, the other lock client of the interop
 # tests; musl-tools: the C API's static program built against musl;
-# groff-base: the manual's check). Valkey
+# groff-base: the manual's check; lintian, dpkg-dev and file: the Debian
+# packages' check, which lints them, lists and unpacks them and reads the
+# agent's machine). Valkey
 # comes from tests/tools/fetch_valkey.sh, which make deps runs after this. Extra package names may be given as arguments (`make bench` adds its
 # own). As root (or with password-less sudo) it installs; otherwise it prints
 # the exact command and stops.
@@ -14,6 +16,7 @@ PACKAGES="cmake make g++ pkg-config catch2 redis-server
 g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 gcc-arm-none-eabi libstdc++-arm-none-eabi-dev libnewlib-arm-none-eabi
 clang libclang-rt-dev clang-format libmbedtls-dev python3-redis musl-tools groff-base
+lintian dpkg-dev file
 libmbedtls-dev:arm64 libmbedtls-dev:armhf $*"
 # The cross builds link the target's mbedTLS from Debian's multiarch packages
 # (the :arm64 and :armhf ones above), which need those architectures added.
