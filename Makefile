@@ -22,6 +22,8 @@ FUZZ    := $(BUILD)/fuzz
 ASAN    := $(BUILD)/asan
 MUSL    := $(BUILD)/musl
 VALKEY  := $(BUILD)/valkey
+DEB_HOST := $(BUILD)/deb-host
+PACKAGES := $(BUILD)/packages
 CHAOS_SECONDS ?= 600
 CHAOS_NODES ?= 5
 CHAOS_TOPOLOGY ?= standalone
@@ -35,7 +37,7 @@ FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' '*.c' '*.h' 2>/dev/null || \
 
 .PHONY: all build deps test host-build test-host fuzz-build test-aarch64 test-armhf check-freestanding \
         check-package check-musl check-format format fuzz fuzz-smoke test-sanitize chaos chaos-smoke \
-        cross-aarch64 cross-armhf \
+        cross-aarch64 cross-armhf package deb-host check-deb \
         bench demo clean
 
 all: build
@@ -49,11 +51,12 @@ build:
 deps:
 	@sh tests/tools/deps.sh
 	@sh tests/tools/fetch_valkey.sh $(VALKEY)
+	@if [ -f tests/tools/fetch_promtool.sh ]; then sh tests/tools/fetch_promtool.sh $(BUILD)/promtool; fi
 
 # --- make test: every check, in the order cheapest failure first -------------
 # Each step says when it starts, so a slow one shows in the log.
 TEST_STEPS := check-format test-host test-sanitize chaos-smoke check-freestanding check-package \
-              check-musl test-aarch64 test-armhf fuzz-smoke
+              check-musl test-aarch64 test-armhf check-deb fuzz-smoke
 test: deps
 	@start=$$(date +%s); for step in $(TEST_STEPS); do \
 	    echo "== make test: $$step at $$(( $$(date +%s) - start )) s"; \
@@ -67,7 +70,8 @@ test: deps
 host-build:
 	@echo "== host: build with -Werror"
 	cmake -S . -B $(HOST) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DEDGELOCK_WERROR=ON \
-	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 -DEDGELOCK_TEST_VALKEY_BIN=$(abspath $(VALKEY))/bin $(CMAKE_ARGS)
+	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 -DEDGELOCK_TEST_VALKEY_BIN=$(abspath $(VALKEY))/bin \
+	    -DEDGELOCK_TEST_PROMTOOL=$(abspath $(BUILD))/promtool/promtool $(CMAKE_ARGS)
 	cmake --build $(HOST) -j $(JOBS)
 
 test-host: host-build
@@ -125,20 +129,49 @@ test-armhf: cross-armhf
 	ctest --test-dir $(ARMHF) --output-on-failure -j $(JOBS)
 
 # The tests' own sources at -O0 here too, as in host-build: the library and
-# port under test are built as a user cross-compiles them.
+# port under test are built as a user cross-compiles them. The libraries
+# install into lib/<triplet> (EDGELOCK_MULTIARCH): these trees also make the
+# arm packages (make package).
 cross-aarch64:
 	@echo "== aarch64: static cross build"
 	cmake -S . -B $(AARCH64) -DCMAKE_TOOLCHAIN_FILE=toolchains/aarch64-linux-gnu.cmake \
 	    -DEDGELOCK_STATIC=ON -DEDGELOCK_WERROR=ON -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
-	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 $(CMAKE_ARGS)
+	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 -DEDGELOCK_MULTIARCH=ON $(CMAKE_ARGS)
 	cmake --build $(AARCH64) -j $(JOBS)
 
 cross-armhf:
 	@echo "== armhf: static cross build"
 	cmake -S . -B $(ARMHF) -DCMAKE_TOOLCHAIN_FILE=toolchains/arm-linux-gnueabihf.cmake \
 	    -DEDGELOCK_STATIC=ON -DEDGELOCK_WERROR=ON -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
-	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 $(CMAKE_ARGS)
+	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 -DEDGELOCK_MULTIARCH=ON $(CMAKE_ARGS)
 	cmake --build $(ARMHF) -j $(JOBS)
+
+# --- Debian packages (cmake/packaging.cmake) ---------------------------------------
+# edgelock and libedgelock-dev for amd64 (the build machine's architecture),
+# arm64 and armhf, in $(PACKAGES). The arm ones come from the static cross
+# trees make test builds anyway; the build machine's from a static Release
+# tree of the libraries and the agent only.
+package: deb-host cross-aarch64 cross-armhf
+	@rm -rf $(PACKAGES) && mkdir -p $(PACKAGES)
+	@for tree in $(DEB_HOST) $(AARCH64) $(ARMHF); do \
+	    echo "== package: cpack in $$tree"; \
+	    rm -f $$tree/*.deb && (cd $$tree && cpack -G DEB >cpack.log 2>&1) || \
+	        { cat $$tree/cpack.log; exit 1; }; \
+	    cp $$tree/*.deb $(PACKAGES)/ || exit 1; \
+	done
+	@ls -l $(PACKAGES)
+
+deb-host:
+	@echo "== package: static Release build of the agent and libraries"
+	cmake -S . -B $(DEB_HOST) -DCMAKE_BUILD_TYPE=Release -DEDGELOCK_STATIC=ON \
+	    -DEDGELOCK_MULTIARCH=ON -DEDGELOCK_WERROR=ON -DEDGELOCK_TESTS=OFF -DEDGELOCK_BENCH=OFF \
+	    -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_CLI=ON $(CMAKE_ARGS)
+	cmake --build $(DEB_HOST) -j $(JOBS)
+
+# After test-aarch64 and test-armhf in make test: their trees are built.
+check-deb: package
+	@echo "== packages: lintian, contents, the agents run (arm under qemu), -dev consumers"
+	@sh tests/tools/check_deb.sh $(PACKAGES) $(BUILD)/check-deb
 
 check-freestanding:
 	@echo "== core: freestanding compile (arm-none-eabi)"
