@@ -30,7 +30,9 @@ host_arch=$(dpkg --print-architecture)
 # The one package of NAME for ARCH in $pkgs.
 deb_of() {
     set -- "$pkgs/$1_$version"-*"_$2.deb"
-    [ $# -eq 1 ] && [ -f "$1" ] || fail "not exactly one package for $(basename "$1")"
+    if [ $# -ne 1 ] || [ ! -f "$1" ]; then
+        fail "not exactly one package for $(basename "$1")"
+    fi
     echo "$1"
 }
 
@@ -60,7 +62,10 @@ say "redis-server on 127.0.0.1:$port"
 # --- lintian -------------------------------------------------------------------
 all_debs=""
 for arch in amd64 arm64 armhf; do
-    all_debs="$all_debs $(deb_of edgelock $arch) $(deb_of libedgelock-dev $arch)"
+    for name in edgelock libedgelock-dev; do
+        deb=$(deb_of $name $arch)
+        all_debs="$all_debs $deb"
+    done
 done
 # Errors and warnings fail; informational tags are shown. The overrides are
 # in the packages (from cmake/lintian/, each with its reason); they are listed
