@@ -161,9 +161,16 @@ EOF
     esac
     got=$($run "$dir/agent/usr/bin/edgelock" --version)
     [ "$got" = "edgelock $version" ] || fail "$arch agent --version says '$got'"
-    $run "$dir/agent/usr/bin/edgelock" run -N "redis://127.0.0.1:$port" "check-deb-$arch" -- true ||
+    # The command finds the lock held on the server; after the run it is gone.
+    key=check-deb-$arch
+    $run "$dir/agent/usr/bin/edgelock" run -N "redis://127.0.0.1:$port" "$key" -- \
+        redis-cli -h 127.0.0.1 -p "$port" --no-raw exists "$key" >"$dir/run.out" ||
         fail "$arch agent: run against redis-server exited $?"
-    say "$arch: $(basename "$agent"), $(stat -c %s "$agent") bytes: the $(wc -l <"$dir/agent.expected") files expected; $machine, statically linked; --version and a run on redis-server${run:+ under $run}"
+    [ "$(cat "$dir/run.out")" = "(integer) 1" ] ||
+        fail "$arch agent: the key was not held during the run: $(cat "$dir/run.out")"
+    [ "$(redis-cli -h 127.0.0.1 -p "$port" exists "$key")" = 0 ] ||
+        fail "$arch agent: the key is still there after the run"
+    say "$arch: $(basename "$agent"), $(stat -c %s "$agent") bytes: the $(wc -l <"$dir/agent.expected") files expected; $machine, statically linked; --version, and a run holds the lock on redis-server${run:+ under $run}"
 
     # --- the library's package ---------------------------------------------------
     check_field "$dev" Package libedgelock-dev
