@@ -69,6 +69,7 @@
 #include "edgelock/client_config.hpp"
 #include "edgelock/client_errors.hpp"
 #include "edgelock/client_lock.hpp"
+#include "edgelock/client_stats.hpp"
 #include "edgelock/config.hpp"
 #include "edgelock/detail/connection.hpp"
 #include "edgelock/detail/handshake.hpp"
@@ -156,6 +157,9 @@ public:
 
     std::uint8_t node_count() const noexcept { return node_count_; }
     node_info node(std::uint8_t index) const noexcept;
+    // Node `index`'s counters (client_stats.hpp); all zero for an index
+    // past node_count(). Copies a few integers: allocates nothing.
+    edgelock::node_stats node_stats(std::uint8_t index) const noexcept;
     // Nodes whose connection is set up and usable now.
     std::uint8_t ready_count() const noexcept;
 
@@ -287,8 +291,11 @@ private:
     // A failed send, recv or open: the transport's own reason when it has one
     // (a certificate, an alert), else the socket's.
     void fail_io(std::uint8_t n, const port::net_result& r, instant now) noexcept;
+    // The counters connection n counts into: its node's.
+    edgelock::node_stats& stats_of(std::uint8_t n) noexcept;
     // Requests out and replies in (pipeline.cpp).
     bool push_in_flight(std::uint8_t n, const detail::in_flight& f, instant now) noexcept;
+    void answered(std::uint8_t n, instant now) noexcept;
     void queue_setup(std::uint8_t n, instant now) noexcept;
     void queue_requests(std::uint8_t n, instant now) noexcept;
     // Lock requests may go behind connection n's set-up now; it refused a

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "edgelock/client_errors.hpp"
+#include "edgelock/client_stats.hpp"
 #include "edgelock/detail/timer_table.hpp"
 #include "edgelock/lock.hpp"
 #include "edgelock/str_view.hpp"
@@ -138,6 +139,8 @@ public:
     const lock_event& last_event() const noexcept { return last_event_; }
     // The latest operation started, and whether and how it ended.
     const op_outcome& outcome() const noexcept { return outcome_; }
+    // The lock's counters (client_stats.hpp), for the life of this object.
+    lock_stats stats() const noexcept { return stats_; }
 
 private:
     friend class client_base;
@@ -188,6 +191,7 @@ private:
     op running_ = op::none;        // handed to the machine, outcome not yet known
     op_result* waiter_ = nullptr;  // a blocking call waiting for the running operation
     op_outcome outcome_;
+    lock_stats stats_;
     // redis-cluster:// nodes (cluster.cpp): the hash slot of the lock's
     // keys; per node, the connection serving it, the one an ASK sends its
     // next request to, and the one its last request sent by ASK went to

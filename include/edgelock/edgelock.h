@@ -251,6 +251,51 @@ size_t edgelock_client_node_text(const edgelock_client* c, unsigned i, char* buf
 /* The name of a state, of a failure reason or of an event kind (below). */
 const char* edgelock_node_state_name(int state);
 
+/* Counters a program can export (to Prometheus, say), as the C++ API's
+ * node_stats and lock_stats (client_stats.hpp) count them. Each only grows: a
+ * node's from edgelock_client_init(), a lock's from edgelock_lock_init().
+ * Reading them copies integers: nothing is allocated. */
+
+/* Node i, over its lock connections (a Cluster node's extra ones included;
+ * a RESP2 subscription and a Sentinel watch not counted). An error counts
+ * once each time it is met: a connection attempt that failed (once, with its
+ * last address's reason), a connection dropped for a reason, an error reply. */
+struct edgelock_node_stats {
+    /* Commands written to the node (set-up, lock requests and their WAIT or
+     * PTTL, CLIENT TRACKING, CLUSTER SLOTS, a sentinel's questions), each
+     * once as it enters the send buffer. */
+    uint64_t requests;
+    /* Connection attempts, and those after the first (following a failure,
+     * a drop or a disconnect). */
+    uint64_t connects;
+    uint64_t reconnects;
+    /* Errors by kind. */
+    uint64_t connect_errors;  /* refused, unreachable, name did not resolve */
+    uint64_t timeouts;        /* lookup, connect or set-up timeout; no reply for the
+                                 stall timeout */
+    uint64_t closed;          /* the server closed or reset the connection */
+    uint64_t protocol_errors; /* a malformed reply, one too large, one nobody asked for */
+    uint64_t tls_errors;      /* the TLS handshake or session failed */
+    uint64_t refusals;        /* the set-up was refused: AUTH, SELECT, LOADING, a
+                                 replica, no sentinel answering */
+    uint64_t server_errors;   /* error replies to lock requests (READONLY, OOM, NOPERM...;
+                                 not NOSCRIPT, retried, nor MOVED or ASK) */
+    uint64_t io_errors;       /* any other socket error */
+    /* Round trips, in microseconds: a command written to an idle connection
+     * (nothing else in flight, not a WAIT) until its reply; min and last are
+     * 0 until the first. sum / count is the mean. */
+    uint64_t rtt_count;
+    uint64_t rtt_sum_us;
+    uint64_t rtt_last_us;
+    uint64_t rtt_min_us;
+    uint64_t rtt_max_us;
+};
+
+/* Fills *out with node i's counters. EDGELOCK_OK, or EDGELOCK_ERR_ARG (a
+ * null pointer, or i not below edgelock_client_node_count()). */
+int edgelock_client_node_stats(const edgelock_client* c, unsigned i,
+                               struct edgelock_node_stats* out);
+
 /* --- the event loop ----------------------------------------------------- */
 
 #define EDGELOCK_WANT_READ 1
@@ -403,6 +448,23 @@ void edgelock_lock_last_event(const edgelock_lock* lock, struct edgelock_event* 
 
 /* Held now: acquired and the validity deadline ahead. */
 int edgelock_lock_held(const edgelock_lock* lock);
+
+/* A lock's counters, from its events (EDGELOCK_EVENT_*). */
+struct edgelock_lock_stats {
+    uint64_t acquisitions;     /* acquisitions that ended acquired (each hold, reentrant) */
+    uint64_t contended;        /* acquisitions, however they ended, that found the key
+                                  held by another owner (they waited, retried or gave up) */
+    uint64_t busy;             /* acquisitions that gave up, the key held by another */
+    uint64_t acquire_failures; /* acquisitions that failed otherwise (no quorum...) */
+    uint64_t renewals;         /* renew rounds that succeeded (watchdog's included) */
+    uint64_t renewals_failed;  /* renew rounds that missed their quorum (retried) */
+    uint64_t losses;           /* holds that ended lost */
+    uint64_t releases;         /* releases that ended */
+};
+
+/* Fills *out with the lock's counters. EDGELOCK_OK, or EDGELOCK_ERR_ARG. (Not named
+ * edgelock_lock_stats: a C++ program would see it hide the struct.) */
+int edgelock_lock_get_stats(const edgelock_lock* lock, struct edgelock_lock_stats* out);
 /* Milliseconds of validity left (0 when not held). */
 uint64_t edgelock_lock_validity_ms(const edgelock_lock* lock);
 uint64_t edgelock_lock_fence(const edgelock_lock* lock); /* fenced: the token of the hold */

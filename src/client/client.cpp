@@ -108,6 +108,9 @@ client_errc client_base::configure(const str_view* urls, std::size_t count,
         c.lookup.abandon();
         c.watch.forget();
         c.report = detail::node_report{};
+        c.stats = edgelock::node_stats{};
+        c.attempted = false;
+        c.probing = false;
         c.cluster.reset();
         c.where.stop();
         c.target = detail::peer{};

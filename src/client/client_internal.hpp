@@ -33,6 +33,12 @@ inline node_error from_net(port::net_status s) {
     }
 }
 
+// The counters (stats.cpp): an error met, by its kind; a round trip timed.
+void count_error(node_stats& s, node_error why) noexcept;
+void count_rtt(node_stats& s, duration rtt) noexcept;
+// A lock's event; `contended`: the acquisition it ends found the key taken.
+void count_event(lock_stats& s, const lock_event& ev, bool contended) noexcept;
+
 // AUTH with a sentinel's own user and password (client_options) into buf;
 // 0 when the sentinels have none, or when it does not fit (sentinel.cpp).
 std::size_t encode_sentinel_auth(char* buf, std::size_t capacity, const client_options& o);

@@ -48,6 +48,7 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
     c.connected_size = 0;
     c.tx_size = 0;
     c.want_write = false;
+    c.probing = false;
     c.timers.stop(connection_timer::connect);
     c.timers.stop(connection_timer::stall);
     // The subscription serves this connection's tracking, which ends here.
@@ -84,6 +85,7 @@ void client_base::drop(std::uint8_t n, instant now) noexcept {
 void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
                        str_view text) noexcept {
     detail::connection& c = conns_[n];
+    count_error(stats_of(n), why);  // each error met, a sentinel's too
     if (c.where.asking()) {
         // A sentinel that cannot be reached or did not answer in time: the
         // next one; when none is left, the node fails with the last reason.
@@ -152,8 +154,18 @@ instant backoff_until(const client_options& o, const random_source& random, std:
 
 }  // namespace detail
 
+// A connection attempt: counted, and a reconnect unless it is the first.
+static void count_attempt(detail::connection& c, node_stats& s) noexcept {
+    ++s.connects;
+    if (c.attempted) {
+        ++s.reconnects;
+    }
+    c.attempted = true;
+}
+
 void client_base::start_connect(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
+    count_attempt(c, stats_of(n));
     c.timers.set(connection_timer::connect, now + options_.connect_timeout);
     c.timers.stop(connection_timer::backoff);
     if (c.address.sentinel_count > 0 && !c.moving.due) {
@@ -168,6 +180,7 @@ void client_base::start_connect(std::uint8_t n, instant now) noexcept {
 void client_base::reconnect(std::uint8_t n, instant now, instant deadline) noexcept {
     detail::connection& c = conns_[n];
     drop(n, now);
+    count_attempt(c, stats_of(n));
     c.state = node_state::connecting;
     c.timers.set(connection_timer::connect, deadline);
     if (c.where.asking()) {
@@ -320,6 +333,7 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.want_write = false;
     c.tx_size = 0;
     c.fifo.clear();
+    c.probing = false;
     c.timers.stop(connection_timer::stall);
     c.report.message_size = 0;
     c.report.warning = node_warning::none;  // this connection's INFO says anew

@@ -12,9 +12,16 @@ namespace {
 
 // A reply to a lock request: an error is the node's latest reason (the
 // connection stays), anything else clears it.
-void note_lock_reply(connection& c, const resp_node* nodes, std::size_t count) {
+// Counted, unless the lock retries it itself (NOSCRIPT) or it is a
+// Cluster's redirect.
+void note_lock_reply(connection& c, node_stats& stats, const resp_node* nodes, std::size_t count) {
     const std::size_t i = count > 0 ? skip_attributes(nodes, count, 0) : 0;
     if (i < count && nodes[i].is_error()) {
+        const str_view text = nodes[i].text;
+        if (!starts_with(text, "NOSCRIPT") && !starts_with(text, "MOVED ") &&
+            !starts_with(text, "ASK ")) {
+            count_error(stats, node_error::server_error);
+        }
         c.report.error = node_error::server_error;
         c.report.code = 0;
         c.report.set_message(nodes[i].text);
@@ -62,7 +69,7 @@ void client_base::lock_reply(std::uint8_t n, const detail::in_flight& f, const r
         return;
     }
     // Before the machine: a callback it triggers may ask node(n) why.
-    note_lock_reply(c, nodes, count);
+    note_lock_reply(c, stats_of(n), nodes, count);
     if (c.address.seed_count > 0 && !f.follows &&
         follow_redirect(n, *f.lock, f.tag, nodes, count, now)) {
         // MOVED or ASK: nothing ran; the request goes out again where the

@@ -120,7 +120,28 @@ bool client_base::push_in_flight(std::uint8_t n, const detail::in_flight& f, ins
     if (c.fifo.empty() && c.state == node_state::ready) {
         c.timers.set(connection_timer::stall, now + options_.stall_timeout);
     }
-    return c.fifo.push(f);
+    // Timed when alone on the connection: its reply then waits for nothing
+    // else (a WAIT waits for replicas, a sentinel is another server).
+    const bool probe = c.fifo.empty() && !f.follows && f.to != reply_to::sentinel;
+    if (!c.fifo.push(f)) {
+        return false;
+    }
+    ++stats_of(n).requests;
+    if (probe) {
+        c.probing = true;
+        c.probe_sent = now;
+    }
+    return true;
+}
+
+// The request in front was answered: its round trip, if it was timed.
+void client_base::answered(std::uint8_t n, instant now) noexcept {
+    detail::connection& c = conns_[n];
+    c.fifo.pop();
+    if (c.probing) {
+        c.probing = false;
+        count_rtt(stats_of(n), now - c.probe_sent);
+    }
 }
 
 // Writes the set-up requests that fit; the rest follow as the buffer drains.
@@ -362,7 +383,7 @@ void client_base::reply_reader::on_message(const stream_message& m) noexcept {
         return;
     }
     const detail::in_flight f = c.fifo.front();
-    c.fifo.pop();
+    self.answered(n, now);
     progress(c, now, self.options_.stall_timeout);
     switch (f.to) {
     case reply_to::discard:
@@ -424,7 +445,7 @@ std::size_t client_base::reply_reader::oversize(const char* data, std::size_t si
     if (whole == 0) {
         return 0;
     }
-    c.fifo.pop();
+    self.answered(n, now);
     progress(c, now, self.options_.stall_timeout);
     self.setup_reply(n, f.tag, nullptr, 0, now);
     return whole;

@@ -93,6 +93,7 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
                 l.finish(ended, r);
             }
         }
+        count_event(l.stats_, ev, l.machine_.contended());
         notify(l, ev);
     }
 }
@@ -133,6 +134,7 @@ void client_base::let_go(client_lock& l, instant now) noexcept {
     ev.kind = lock_event_kind::lost;
     ev.reason = lock_failure::held_too_long;
     l.last_event_ = ev;
+    count_event(l.stats_, ev, false);
     notify(l, ev);
 }
 
@@ -258,6 +260,7 @@ void client_base::begin(client_lock& l, instant now) noexcept {
             ev.kind = lock_event_kind::failed;
             ev.reason = e == lock_errc::random_failed ? lock_failure::random_failed
                                                       : lock_failure::no_quorum;
+            count_event(l.stats_, ev, false);  // (the machine's flag is an earlier one's)
             notify(l, ev);
         }
         return;

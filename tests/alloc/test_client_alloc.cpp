@@ -86,6 +86,46 @@ TEST_CASE("1,000 acquire/renew/release cycles allocate nothing, one node", "[all
     CHECK(seen == 0);
 }
 
+TEST_CASE("reading the counters allocates nothing", "[alloc][stats]") {
+    redis_server srv;
+    const std::string url = redis_url(srv);
+    const str_view urls[] = {str_view(url.c_str())};
+    client<1> c;
+    REQUIRE(c.configure(urls, 1, client_options{}) == client_errc::ok);
+    client_lock l;
+    lock_options o;
+    o.ttl = duration::seconds(5);
+    o.node_timeout = duration::millis(500);
+    REQUIRE(l.attach(c, "alloc-stats", o) == client_errc::ok);
+    REQUIRE(l.try_acquire().event.kind == lock_event_kind::acquired);
+    REQUIRE(l.release().event.kind == lock_event_kind::released);
+
+    int completed = 0;
+    std::uint64_t requests = 0;
+    std::uint64_t acquisitions = 0;
+    unsigned long seen = 0;
+    {
+        edgelock_test::alloc_window w;
+        for (int i = 0; i < 100; ++i) {
+            if (l.try_acquire().event.kind != lock_event_kind::acquired ||
+                l.release().event.kind != lock_event_kind::released) {
+                break;
+            }
+            const node_stats ns = c.node_stats(0);
+            const lock_stats ls = l.stats();
+            requests = ns.requests + ns.errors() + ns.rtt_sum_us * 0;
+            acquisitions = ls.acquisitions;
+            ++completed;
+        }
+        seen = w.count();
+    }
+    std::printf("alloc: %d cycles reading the counters, %lu allocations\n", completed, seen);
+    CHECK(completed == 100);
+    CHECK(seen == 0);
+    CHECK(acquisitions == 101);
+    CHECK(requests >= 202);
+}
+
 TEST_CASE("1,000 fenced cycles on three nodes allocate nothing", "[alloc]") {
     redis_server a, b, d;
     std::string s[3];

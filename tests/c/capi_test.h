@@ -143,5 +143,6 @@ int case_strerror(void);
 int case_names(void);
 int case_tls_config(void);
 int case_tls_lock(void);
+int case_stats(void);
 
 #endif /* EDGELOCK_C_TEST_CAPI_TEST_H */

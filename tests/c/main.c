@@ -39,6 +39,7 @@ static const struct {
     {"names", case_names},
     {"tls-config", case_tls_config},
     {"tls-lock", case_tls_lock},
+    {"stats", case_stats},
 };
 
 int main(int argc, char** argv) {

@@ -12,6 +12,7 @@
 
 #include "edgelock/client_config.hpp"
 #include "edgelock/client_errors.hpp"
+#include "edgelock/client_stats.hpp"
 #include "edgelock/detail/cluster_router.hpp"
 #include "edgelock/detail/handshake.hpp"
 #include "edgelock/detail/host_lookup.hpp"
@@ -124,6 +125,14 @@ struct connection {
     std::size_t tx_size = 0;
     handshake setup;
     node_report report;
+    // The node's counters (kept in the node's own connection: an extra
+    // connection counts into its node's), from configure() on.
+    node_stats stats;
+    bool attempted = false;  // a connection attempt was made since configure()
+    // A round trip being timed: the request in front of the FIFO, written
+    // at probe_sent to an idle connection (stats.rtt_*).
+    bool probing = false;
+    instant probe_sent;
     reply_fifo<in_flight, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
     tracked_names names;                // what the server tracks for this connection's waiters
     subscription sub;                   // RESP2 waiters are told through it

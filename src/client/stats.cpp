@@ -1,0 +1,116 @@
+// The counters of client_stats.hpp: which kind an error is, and the round
+// trips timed on idle connections. Counting is a few additions in place.
+#include "edgelock/client.hpp"
+
+#include "client_internal.hpp"
+
+namespace edgelock {
+
+using namespace detail;
+
+namespace detail {
+
+void count_error(node_stats& s, node_error why) noexcept {
+    switch (why) {
+    case node_error::none:
+        return;
+    case node_error::refused:
+    case node_error::unreachable:
+    case node_error::resolve_failed:
+        ++s.connect_errors;
+        return;
+    case node_error::resolve_timeout:
+    case node_error::connect_timeout:
+    case node_error::stalled:
+        ++s.timeouts;
+        return;
+    case node_error::closed:
+    case node_error::reset:
+        ++s.closed;
+        return;
+    case node_error::protocol_error:
+    case node_error::reply_too_large:
+    case node_error::unexpected_reply:
+        ++s.protocol_errors;
+        return;
+    case node_error::tls_handshake_failed:
+    case node_error::tls_untrusted:
+    case node_error::tls_expired:
+    case node_error::tls_name_mismatch:
+    case node_error::tls_not_tls:
+    case node_error::tls_session_failed:
+        ++s.tls_errors;
+        return;
+    case node_error::auth_failed:
+    case node_error::select_failed:
+    case node_error::setup_failed:
+    case node_error::replica:
+    case node_error::sentinel_failed:
+        ++s.refusals;
+        return;
+    case node_error::server_error:
+        ++s.server_errors;
+        return;
+    case node_error::io_error:
+        break;
+    }
+    ++s.io_errors;
+}
+
+void count_rtt(node_stats& s, duration rtt) noexcept {
+    const std::uint64_t us = rtt.us;
+    if (s.rtt_count == 0 || us < s.rtt_min_us) {
+        s.rtt_min_us = us;
+    }
+    if (us > s.rtt_max_us) {
+        s.rtt_max_us = us;
+    }
+    s.rtt_last_us = us;
+    s.rtt_sum_us += us;
+    ++s.rtt_count;
+}
+
+void count_event(lock_stats& s, const lock_event& ev, bool contended) noexcept {
+    switch (ev.kind) {
+    case lock_event_kind::acquired:
+        ++s.acquisitions;
+        break;
+    case lock_event_kind::busy:
+        ++s.busy;
+        break;
+    case lock_event_kind::failed:
+        ++s.acquire_failures;
+        break;
+    case lock_event_kind::renewed:
+        ++s.renewals;
+        return;
+    case lock_event_kind::renew_failed:
+        ++s.renewals_failed;
+        return;
+    case lock_event_kind::lost:
+        ++s.losses;
+        return;
+    case lock_event_kind::released:
+        ++s.releases;
+        return;
+    }
+    if (contended) {
+        ++s.contended;
+    }
+}
+
+}  // namespace detail
+
+edgelock::node_stats client_base::node_stats(std::uint8_t index) const noexcept {
+    if (index >= node_count_) {
+        return edgelock::node_stats{};
+    }
+    return conns_[index].stats;
+}
+
+edgelock::node_stats& client_base::stats_of(std::uint8_t n) noexcept {
+    const std::uint8_t node = conns_[n].node;
+    return conns_[node < node_count_ ? node : n].stats;
+}
+
+}  // namespace edgelock
