@@ -15,6 +15,7 @@
 #include "holder.hpp"
 #include "job.hpp"
 #include "messages.hpp"
+#include "metrics_file.hpp"
 #include "semaphore_view.hpp"
 #include "service_status.hpp"
 
@@ -138,6 +139,53 @@ void say_waiting(const client_lock& l) {
     service_status("waiting for %s, held by %s", opt.key.c_str(), who.c_str());
 }
 
+// When a run's stages happened, for --metrics-file.
+struct run_times {
+    instant start;
+    instant decided;  // acquired, or given up
+    bool acquired = false;
+    double start_unix = 0;
+};
+
+double unix_now() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+double seconds(duration d) {
+    return static_cast<double>(d.us) / 1e6;
+}
+
+// The run's numbers into --metrics-file. A failure is said, and changes
+// nothing else: the job's exit status matters more than its metrics.
+void write_metrics(const client_lock& l, const run_times& t, int status) {
+    const instant end = port::now();
+    job_metrics m;
+    m.key = opt.key;
+    m.start_time_s = t.start_unix;
+    m.end_time_s = unix_now();
+    m.wait_s = seconds(t.decided - t.start);
+    m.hold_s = t.acquired ? seconds(end - t.decided) : 0;
+    m.exit_status = status;
+    m.acquired = t.acquired;
+    m.lost = t.acquired && (watch.lost || status == exit_lost);
+    m.renewals_failed = l.stats().renewals_failed;
+    for (std::uint8_t i = 0; i < driver.node_count(); ++i) {
+        m.node_errors.emplace_back(node_shown(i), driver.node_stats(i).errors());
+    }
+    std::string error;
+    bool waited_out = false;
+    const bool ok = write_metrics_file(opt.metrics_file, m, error, waited_out);
+    if (waited_out) {
+        say(1, "metrics file %s: another agent kept it locked for 2 s; written anyway",
+            opt.metrics_file.c_str());
+    }
+    if (!ok) {
+        say(1, "metrics file not written: %s", error.c_str());
+    }
+}
+
 // Waits for the acquisition; a signal that would end the agent ends it.
 // Returns 0 when it ended (see ended_with()), else the exit status.
 int await_acquisition(client_lock& l) {
@@ -169,20 +217,21 @@ int await_acquisition(client_lock& l) {
     return 0;
 }
 
-}  // namespace
-
-int run_command(client_lock& l) {
+int run_job(client_lock& l, run_times& t) {
     if (!install_agent_signals()) {
         say(0, "cannot set up signal handling: %s", std::strerror(errno));
+        t.decided = port::now();
         return exit_software;
     }
     const int acquisition = await_acquisition(l);
+    t.decided = port::now();
     if (acquisition != 0) {
         return acquisition;
     }
     if (ended_with(l).kind != lock_event_kind::acquired) {
         return not_acquired(l, ended_with(l));
     }
+    t.acquired = true;
     warn_nodes(true);
 
     job j;
@@ -312,6 +361,21 @@ int run_command(client_lock& l) {
     }
     service_status("released %s; the command exited %d", opt.key.c_str(), j.leader_status());
     return j.leader_status();
+}
+
+}  // namespace
+
+// Every way a run ends, after the usage checks, writes the metrics file.
+int run_command(client_lock& l) {
+    run_times t;
+    t.start = port::now();
+    t.start_unix = unix_now();
+    t.decided = t.start;
+    const int status = run_job(l, t);
+    if (!opt.metrics_file.empty()) {
+        write_metrics(l, t, status);
+    }
+    return status;
 }
 
 }  // namespace edgelock_cli
