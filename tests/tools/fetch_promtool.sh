@@ -59,8 +59,12 @@ if ! ls "$work"/debs/prometheus_*.deb >/dev/null 2>&1; then
 fi
 deb=$(ls "$work"/debs/prometheus_*.deb 2>/dev/null | head -n 1)
 if [ -z "$deb" ]; then
+    said=""
+    if [ -f "$work/update.log" ] && grep -q '^[WE]:' "$work/update.log"; then
+        said=" (apt-get update: $(grep '^[WE]:' "$work/update.log" | head -n 1))"
+    fi
     echo "edgelock promtool: not fetched: apt-get download prometheus failed:" \
-        "$(tail -n 1 "$work/download.log")" >&2
+        "$(tail -n 1 "$work/download.log")$said" >&2
     exit 0
 fi
 if ! dpkg -x "$deb" "$work/root" || [ ! -x "$work/root/usr/bin/promtool" ]; then
