@@ -47,11 +47,13 @@ build:
 	cmake --build $(HOST) -j $(JOBS)
 
 # Debian's packages, then Valkey 8 for the tests' Valkey runs (fetched into
-# $(BUILD)/valkey, the machine's package sources left as they are).
+# $(BUILD)/valkey) and Debian's promtool for the metrics file's check (taken
+# out of the prometheus package into $(BUILD)/promtool, not installed); the
+# machine's package sources are left as they are.
 deps:
 	@sh tests/tools/deps.sh
 	@sh tests/tools/fetch_valkey.sh $(VALKEY)
-	@if [ -f tests/tools/fetch_promtool.sh ]; then sh tests/tools/fetch_promtool.sh $(BUILD)/promtool; fi
+	@sh tests/tools/fetch_promtool.sh $(BUILD)/promtool
 
 # --- make test: every check, in the order cheapest failure first -------------
 # Each step says when it starts, so a slow one shows in the log.
