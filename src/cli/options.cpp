@@ -63,7 +63,13 @@ bool parse_duration(const std::string& text, edgelock::duration& out) {
     return true;
 }
 
-std::string without_credentials(const std::string& list) {
+namespace {
+
+enum class credentials { remove, mask };
+
+// Each URL of a comma-separated list with its user information removed, or
+// its password shown as "****".
+std::string rewrite_credentials(const std::string& list, credentials how) {
     std::string out;
     std::size_t start = 0;
     while (start <= list.size()) {
@@ -76,12 +82,28 @@ std::string without_credentials(const std::string& list) {
         const std::size_t at = url.rfind('@');
         if (scheme != std::string::npos && at != std::string::npos && at > scheme &&
             !(url.size() >= 5 && ::strncasecmp(url.c_str(), "unix:", 5) == 0)) {
-            url.erase(scheme + 3, at - (scheme + 3) + 1);
+            const std::size_t user = scheme + 3;
+            const std::size_t colon = url.find(':', user);
+            if (how == credentials::remove) {
+                url.erase(user, at - user + 1);
+            } else if (colon < at) {
+                url.replace(colon + 1, at - colon - 1, "****");
+            }
         }
         out += (start == 0 ? "" : ",") + url;
         start = end + 1;
     }
     return out;
+}
+
+}  // namespace
+
+std::string without_credentials(const std::string& list) {
+    return rewrite_credentials(list, credentials::remove);
+}
+
+std::string mask_passwords(const std::string& list) {
+    return rewrite_credentials(list, credentials::mask);
 }
 
 namespace {

@@ -104,6 +104,10 @@ int config_command(const options& o);
 // (redis://user:pw@host -> redis://host), for the command's environment.
 std::string without_credentials(const std::string& list);
 
+// A node list for showing: every URL's password replaced by "****"
+// (redis://user:****@host); the user name stays.
+std::string mask_passwords(const std::string& list);
+
 // True when the agent must speak TLS to some node: --tls, or a rediss:// or
 // rediss-sentinel:// URL.
 bool wants_tls(const options& o);

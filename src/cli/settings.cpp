@@ -118,30 +118,6 @@ bool parse_byte(const std::string& v, unsigned& out) {
     return true;
 }
 
-std::string mask_passwords(const std::string& list) {
-    std::string out;
-    std::size_t start = 0;
-    while (start <= list.size()) {
-        std::size_t end = list.find(',', start);
-        end = end == std::string::npos ? list.size() : end;
-        std::string url = list.substr(start, end - start);
-        // As in without_credentials(): the last '@' ends the user
-        // information; a unix:// path carries none.
-        const std::size_t scheme = url.find("://");
-        const std::size_t at = url.rfind('@');
-        if (scheme != std::string::npos && at != std::string::npos && at > scheme &&
-            !(url.size() >= 5 && ::strncasecmp(url.c_str(), "unix:", 5) == 0)) {
-            const std::size_t colon = url.find(':', scheme + 3);
-            if (colon < at) {
-                url.replace(colon + 1, at - colon - 1, "****");
-            }
-        }
-        out += (start == 0 ? "" : ",") + url;
-        start = end + 1;
-    }
-    return out;
-}
-
 bool apply_setting(setting s, const std::string& name, const std::string& v, options& o,
                    std::string& error) {
     switch (s) {

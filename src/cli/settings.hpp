@@ -75,8 +75,4 @@ bool parse_bool(const std::string& text, bool& out);
 // A decimal in 0..255, nothing else.
 bool parse_byte(const std::string& text, unsigned& out);
 
-// A node list for showing: every URL's password replaced by "****"
-// (redis://user:****@host); the user name stays.
-std::string mask_passwords(const std::string& list);
-
 }  // namespace edgelock_cli
