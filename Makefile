@@ -133,19 +133,23 @@ test-armhf: cross-armhf
 # The tests' own sources at -O0 here too, as in host-build: the library and
 # port under test are built as a user cross-compiles them. The libraries
 # install into lib/<triplet> (EDGELOCK_MULTIARCH): these trees also make the
-# arm packages (make package).
+# arm packages (make package). No debug information here (CROSS_FLAGS):
+# nothing reads it (qemu's runs print no backtraces, the packages are
+# stripped), and it is a fifth to a third of these trees' compile time.
+CROSS_FLAGS := -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
+               -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG"
 cross-aarch64:
 	@echo "== aarch64: static cross build"
 	cmake -S . -B $(AARCH64) -DCMAKE_TOOLCHAIN_FILE=toolchains/aarch64-linux-gnu.cmake \
 	    -DEDGELOCK_STATIC=ON -DEDGELOCK_WERROR=ON -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
-	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 -DEDGELOCK_MULTIARCH=ON $(CMAKE_ARGS)
+	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 -DEDGELOCK_MULTIARCH=ON $(CROSS_FLAGS) $(CMAKE_ARGS)
 	cmake --build $(AARCH64) -j $(JOBS)
 
 cross-armhf:
 	@echo "== armhf: static cross build"
 	cmake -S . -B $(ARMHF) -DCMAKE_TOOLCHAIN_FILE=toolchains/arm-linux-gnueabihf.cmake \
 	    -DEDGELOCK_STATIC=ON -DEDGELOCK_WERROR=ON -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
-	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 -DEDGELOCK_MULTIARCH=ON $(CMAKE_ARGS)
+	    -DEDGELOCK_TEST_CXX_FLAGS=-O0 -DEDGELOCK_MULTIARCH=ON $(CROSS_FLAGS) $(CMAKE_ARGS)
 	cmake --build $(ARMHF) -j $(JOBS)
 
 # --- Debian packages (cmake/packaging.cmake) ---------------------------------------
