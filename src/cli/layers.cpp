@@ -109,11 +109,11 @@ bool file_layer(const command_line& cl, options& o, std::string& error) {
             error = where + ": " + error;
             return false;
         }
-        if (which == setting::nodes && o.nodes.size() > edgelock::lock_max_nodes) {
-            error = where + ": at most " + std::to_string(edgelock::lock_max_nodes) + " nodes";
-            return false;
-        }
         if (which == setting::nodes) {
+            if (o.nodes.size() > edgelock::lock_max_nodes) {
+                error = where + ": at most " + std::to_string(edgelock::lock_max_nodes) + " nodes";
+                return false;
+            }
             // Checked now, for a message that names the line; a node list
             // given later is checked when the client takes it.
             for (const std::string& url : o.nodes) {
