@@ -131,7 +131,7 @@ public:
     lock_state state() const noexcept { return machine_.state(); }
     instant validity_deadline() const noexcept { return machine_.validity_deadline(); }
     std::uint64_t fence() const noexcept { return machine_.fence(); }
-    const owner_token& token() const noexcept { return machine_.token(); }
+    owner_token token() const noexcept { return machine_.token(); }
     // A semaphore's permit held (from 0), while held; else -1 (see lock::permit).
     int permit() const noexcept { return machine_.permit(); }
     const edgelock::lock& machine() const noexcept { return machine_; }

@@ -342,7 +342,7 @@ struct edgelock_lock_options {
     uint32_t wait_ms;            /* within which they all begin (10000) */
     uint32_t retry_min_ms;       /* random delay between rounds (50) */
     uint32_t retry_max_ms;       /* (200) */
-    const char* owner;           /* reentrant mode: the identity that nests (NULL: the token) */
+    const char* owner;           /* reentrant mode: the identity that nests (NULL: none) */
     unsigned min_replicas;       /* WAIT for this many replicas per request (0: off) */
     uint32_t replica_timeout_ms; /* (25) */
     const char* holder;          /* who holds it, recorded beside the lock (NULL: none) */
@@ -469,7 +469,8 @@ int edgelock_lock_get_stats(const edgelock_lock* lock, struct edgelock_lock_stat
 uint64_t edgelock_lock_validity_ms(const edgelock_lock* lock);
 uint64_t edgelock_lock_fence(const edgelock_lock* lock); /* fenced: the token of the hold */
 int edgelock_lock_permit(const edgelock_lock* lock);     /* a semaphore's permit, or -1 */
-/* The acquisition's token as 32 hex digits and a NUL (buf of
+/* The current round's token, the hold's once acquired (every acquire round has
+ * its own, so no late request can touch a later hold), as 32 hex digits and a NUL (buf of
  * EDGELOCK_TOKEN_TEXT bytes); EDGELOCK_ERR_ARG for a smaller buffer. */
 int edgelock_lock_token(const edgelock_lock* lock, char* buf, size_t size);
 

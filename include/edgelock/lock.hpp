@@ -21,8 +21,16 @@
 // may be pipelined on one connection; the machine never assumes one request
 // outstanding. Every request carries a tag that the driver hands back with its
 // reply; a reply whose round has already been decided is "late" and ignored,
-// except that a late successful acquire is undone on that node (in reentrant
-// mode not after `lost`: see below).
+// except that a late successful acquire is undone on that node.
+//
+// Tokens: every acquire round has a token of its own, the acquisition's
+// random 128 bits with the round's number folded in, and the hold keeps the
+// token of the round that won it. A request acts only on a key holding its
+// own round's token (a reentrant one: on its own hold's field), so a request
+// that lands late (written to a connection since dropped, held by a slow link
+// for seconds) cannot delete, extend or recreate a later round's key: a late
+// acquire makes a key nobody owns, which its own cleanup or its ttl removes;
+// a late cleanup, renew or release finds nothing of its own to act on.
 //
 // Keys: the lock for `name` lives at the key `name` itself, its value the
 // owner's token, as node-redlock, redsync, redis-py's Lock and Redisson keep
@@ -44,14 +52,14 @@
 // renews (an existing mark only gets the ttl), deleted by the release.
 //
 // Modes (lock_options::mode):
-//   plain     - SET NX PX with a fresh 128-bit token; compare-and-pexpire
+//   plain     - SET NX PX with the round's token; compare-and-pexpire
 //               renews, compare-and-delete releases. The acquire is one
 //               `SET name token NX PX ttl GET` on a node the driver says
 //               speaks it (set_node_caps: Redis >= 7), costing the server
 //               what SET NX PX costs; elsewhere it is the acquire script. That
 //               SET answers nil when it set the key. Any other answer sends
 //               the acquire script to that node in the same round: the key
-//               holds our own token (a retry of ours landed earlier; the script
+//               holds this round's token (a request of ours landed earlier; the script
 //               re-arms its ttl), another owner's value or another type (the
 //               script says the holder's ttl, or takes the key freed
 //               meanwhile), or a syntax error (Redis < 7; that node gets only
@@ -62,16 +70,19 @@
 //   reentrant - Redisson's hash `name -> {owner: holds}`: lock objects with
 //               the same owner string (agent id + task id) nest; each releases
 //               its own hold. One lock object holds at most once at a time.
-//               A release decrements the owner's field, which names no
-//               acquisition: sent after the hold it was meant for has expired,
-//               it takes a later hold of the same owner. So once a lock is
-//               lost it sends nothing more: no cleanup is queued, cleanups
-//               not yet sent are dropped, and a late successful acquire is
-//               not undone. For the same reason a decrement still waiting
-//               for a node is dropped when that node's connection breaks. Those increments are left
-//               to expire with the ttl; until then they count among the owner's holds (another lock
-//               of the owner renewing the key keeps them alive, and the key
-//               can outlive its release by up to one ttl).
+//               The owner cannot change per round, so beside the owner's
+//               count the hash keeps a field per hold, `#` and its round's
+//               token: an acquire increments the count only together with
+//               creating its hold's field (the same round twice counts once),
+//               a release or cleanup decrements it only by deleting its own
+//               hold's field (nothing where that is gone: -1), and a renew
+//               extends the key only while its hold's field is there. So a
+//               decrement that lands late, after the hold it was meant for
+//               expired and a newer hold of the same owner took the key, finds
+//               no field of its own and changes nothing, and an increment that
+//               lands late makes a hold nobody has, which its cleanup (queued
+//               like a plain lock's) or the ttl removes. Redisson's clients
+//               see the key held by another owner, as before.
 //   fenced    - every acquisition yields a fencing token strictly greater than
 //               any issued before for the name. One node: INCR inside the
 //               acquire script. Several: round 1 acquires and reads each
@@ -101,14 +112,16 @@
 // permit is a Redlock lock of its own and no more than n can be held however
 // the quorums fall (counting holders per node would not do: with n = 2 and
 // three nodes, three holders could each win a different pair of nodes). A
-// node that finds it taken names a free one, which the next round asks for.
+// node that finds it taken names a free one, which the next round asks for
+// at once, unless that round was itself such a try: permits held crosswise
+// (each free on some node, none on a quorum) then cost the retry delay.
 // Expiry is the server's (PX); a dead holder's permit is free within its
 // ttl. Renews extend the permit held; a release (and a cleanup, which need
 // not know which permit a lost reply took) deletes every permit holding the
 // token, and writes the name's release mark, so waiters are told as a lock's
 // are. A semaphore writes no renewal mark: a told waiter polls when the
 // soonest permit expires (the busy reply's ttl), which finds a dead holder's
-// permit free. Plain and fenced modes (a token per acquisition, from the
+// permit free. Plain and fenced modes (a token per round, from the
 // name's fencing counter: under Redlock two holders of different permits may
 // read the same maximum, and round 2 raises a node's counter only from below
 // the token, so each node lets one of them have it); no SET acquire.
@@ -119,8 +132,7 @@
 // only until the validity deadline (the ttl minus the time the round took minus drift), and
 // renewing in time moves it; when renew cannot win a quorum before it, `lost` is reported at the
 // deadline at the latest. After `lost` nothing is sent that could change a later hold of the same
-// owner: plain and fenced cleanups compare-and-delete the lost acquisition's own token and still
-// go out; reentrant mode sends nothing more for it (next_send() is none on every node).
+// owner: every cleanup names the lost round's own token (see "Tokens") and still goes out.
 #pragma once
 
 #include <cstddef>
@@ -262,8 +274,10 @@ public:
     std::uint8_t quorum() const noexcept { return quorum_; }
     // As configured (max_tries and wait as the last set_retry left them).
     const lock_options& options() const noexcept { return options_; }
-    // The current acquisition's token (lock value in plain and fenced modes).
-    const owner_token& token() const noexcept { return token_; }
+    // The current round's token: the lock's value in plain, fenced and
+    // semaphore modes (a reentrant hold's field), and once held the hold's.
+    // Every acquire round has its own (see "Tokens" above).
+    owner_token token() const noexcept { return round_token(token_round_); }
     // A semaphore's permit held (from 0), while holding; else -1.
     int permit() const noexcept { return options_.permits != 0 && holding() ? permit_ : -1; }
     // As configured: the lock's name, which is also its key.
@@ -292,6 +306,8 @@ private:
         req send = req::none;  // the current round's request, not yet transmitted
         vote answer = vote::waiting;
         std::uint16_t flags = 0;  // slot_* bits in lock_slots.hpp
+        // The round whose token this node's cleanup names (with cleanup_base_).
+        std::uint32_t cleanup_round = 0;
     };
 
     void start_round(req kind, instant now) noexcept;
@@ -313,7 +329,12 @@ private:
         timers_.set(timer::validity, v);
     }
     void queue_cleanup_all() noexcept;
-    void drop_cleanups() noexcept;
+    // A cleanup on one node of the current acquisition's round `round`.
+    void queue_cleanup(slot& s, std::uint32_t round) noexcept;
+    // Round `round`'s token of the acquisition with this base (see "Tokens"),
+    // and of the current acquisition.
+    static owner_token fold(const owner_token& base, std::uint32_t round) noexcept;
+    owner_token round_token(std::uint32_t round) const noexcept { return fold(base_, round); }
     void close_round() noexcept;
     void count_vote(slot& s, vote v) noexcept;
     void handle_late(slot& s, req kind, std::uint32_t round, bool success) noexcept;
@@ -356,13 +377,15 @@ private:
     char numbers_[23] = {};
     std::uint8_t number_sizes_[3] = {};
     random_source random_;
-    owner_token token_;          // the current acquisition
-    owner_token cleanup_token_;  // the acquisition whose keys cleanups delete
-    instant t0_;                 // start of the acquisition attempt (fenced: round 1)
+    owner_token base_;               // the current acquisition's, its rounds' tokens made from it
+    owner_token cleanup_base_;       // the acquisition whose keys cleanups delete
+    std::uint32_t token_round_ = 0;  // the round whose token is current (the hold's, once held)
+    instant t0_;                     // start of the acquisition attempt (fenced: round 1)
     instant round_t0_;
     detail::timer_table<timer, static_cast<std::size_t>(timer::count_)> timers_;
-    instant validity_;     // the last hold's, still told once its timer is stopped
-    instant key_gone_at_;  // retry_wait, polling: when the holder's key can be gone
+    instant validity_;       // the last hold's, still told once its timer is stopped
+    instant key_gone_at_;    // retry_wait, polling: when the holder's key can be gone
+    instant backoff_until_;  // retry_wait: no push starts a round before it
     // No retry round begins at or after it. Not a timer: nothing happens when it
     // passes (a round out then runs to its own end); it bounds the retries.
     instant wait_deadline_ = instant::never();
@@ -391,6 +414,8 @@ private:
     bool contended_ = false;           // a round of this acquisition found the key taken
     bool woken_ = false;               // the key changed while this acquire round was out
     bool polling_ = false;             // retry_wait: the retry is the told waiter's poll
+    bool hint_try_ = false;            // this round: tried at once on a node's hint
+    bool split_before_ = false;        // the last round was split between contenders
     std::uint8_t permit_ = 0;          // a semaphore: the permit this round asks for, or held
     std::int8_t hint_ = -1;            // a semaphore: a free permit a node named this round
     std::int16_t permits_found_ = -1;  // a semaphore: another limit a node holds

@@ -21,7 +21,7 @@
 //                         fencing counter), {0, pttl} held by someone else
 //   renew scripts      -> 1 extended, 0 not ours (expired or taken)
 //   release            -> 1 deleted, 0 not ours
-//   reentrant_release  -> holds left (0: deleted), -1 the owner held nothing
+//   reentrant_release  -> holds left (0: deleted), -1 no such hold (its field gone)
 //   fence_raise        -> the token, raised to; -1 when the lock is not ours; -2
 //                         when the counter is already at or past the token
 //   permit_acquire     -> {1, value, permit} acquired (value: 0 or the fencing
@@ -41,7 +41,8 @@ struct lock_script {
     str_view sha1;  // 40 lowercase hex digits
 };
 
-// SET NX PX; a key already holding our token counts as ours (and is re-armed).
+// SET NX PX; a key already holding this round's token counts as ours (and is
+// re-armed): a request of the same round that landed first.
 // KEYS[1] lock, [KEYS[2] renewal mark, written on success: the record, or for
 // a renew that resurrects], ARGV[1] token, ARGV[2] ttl in ms, [ARGV[3] record].
 extern const lock_script script_acquire;
@@ -52,14 +53,19 @@ extern const lock_script script_release;
 // Compare-and-pexpire; never creates the key; writes the renewal mark with
 // the same ttl. KEYS[1] lock, [KEYS[2] renewal mark], ARGV[1] token, ARGV[2] ttl ms.
 extern const lock_script script_renew;
-// Redisson's hash layout: lock -> {owner: holds}. KEYS[1] lock, [KEYS[2]
-// renewal mark], ARGV[1] owner, ARGV[2] ttl ms, [ARGV[3] record].
+// Redisson's hash layout: lock -> {owner: holds}, and a field per hold
+// (ARGV[3]: '#' and the round's token, see lock.hpp) created with its
+// increment: the same hold twice counts once. KEYS[1] lock, [KEYS[2] renewal
+// mark], ARGV[1] owner, ARGV[2] ttl ms, ARGV[3] hold, [ARGV[4] record].
 extern const lock_script script_reentrant_acquire;
-// Drops one hold: with holds left, re-arms the ttl (and the renewal mark);
-// at zero, deletes the key, as the release does with its marks.
-// KEYS[1] lock, [KEYS[2] renewal mark, KEYS[3] release mark], ARGV[1] owner, ARGV[2] ttl ms.
+// Drops one hold, only by deleting its field (a hold gone: -1, nothing
+// changes): with holds left, re-arms the ttl (and the renewal mark); at zero,
+// deletes the key, as the release does with its marks. KEYS[1] lock,
+// [KEYS[2] renewal mark, KEYS[3] release mark], ARGV[1] owner, ARGV[2] ttl ms,
+// ARGV[3] hold.
 extern const lock_script script_reentrant_release;
-// KEYS[1] lock, [KEYS[2] renewal mark], ARGV[1] owner, ARGV[2] ttl ms.
+// Extends the key while the hold's field is there. KEYS[1] lock, [KEYS[2]
+// renewal mark], ARGV[1] owner, ARGV[2] ttl ms, ARGV[3] hold.
 extern const lock_script script_reentrant_renew;
 // Single node fenced acquire: SET NX PX and INCR of the counter in one step.
 // KEYS[1] lock, KEYS[2] counter, [KEYS[3] renewal mark], ARGV[1] token,

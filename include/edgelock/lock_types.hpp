@@ -97,16 +97,17 @@ std::size_t lock_key(str_view name, lock_key_kind kind, char* out, std::size_t c
 std::size_t permit_key(str_view name, std::uint8_t index, char* out, std::size_t capacity) noexcept;
 
 // A buffer of this many bytes holds any request the machine emits (the longest
-// is an EVAL carrying script text, up to three keys and three arguments (the
-// third a holder record), and the PTTL that may go ahead of an acquire, or the
-// WAIT that may follow an acquire or a renew: lock_options::min_replicas).
+// is an EVAL carrying script text, up to three keys and four arguments (the
+// owner or token, the ttl, a reentrant hold's field of 33 bytes, a holder
+// record), and the PTTL that may go ahead of an acquire, or the WAIT that may
+// follow an acquire or a renew: lock_options::min_replicas).
 constexpr std::size_t lock_max_request =
-    1024 + 3 * (lock_max_name + 16) + lock_max_owner + 32 + lock_max_holder + 16 + 64;
+    1024 + 3 * (lock_max_name + 16) + lock_max_owner + 32 + 48 + lock_max_holder + 16 + 64;
 // And any renew: the renew scripts (or, with renew_resurrects, the acquire
-// script) as EVAL, with two keys and two arguments, and its WAIT. A driver
+// script) as EVAL, with two keys and three arguments, and its WAIT. A driver
 // that must follow a request with a renew keeps this much room for it.
 constexpr std::size_t lock_max_renew_request =
-    640 + 2 * (lock_max_name + 16) + lock_max_owner + 32 + 64;
+    640 + 2 * (lock_max_name + 16) + lock_max_owner + 32 + 48 + 64;
 
 // Local misuse: the caller's fault, reported by the call, never as an event.
 enum class lock_errc : std::uint8_t {
@@ -164,14 +165,18 @@ struct lock_options {
     bool renew_resurrects = false;
     // Acquire rounds before giving up (1 = try once), all begun within `wait`
     // of the acquire() call (the last one may end up to its node_timeout
-    // later), separated by a random delay in [retry_min, retry_max].
+    // later), separated by a random delay in [retry_min, retry_max]; a
+    // waiter a server tells of the key's changes tries again when told. A
+    // round split between contenders (some nodes ours, others busy), and a
+    // semaphore's try on a node's hint that did not win, wait the random
+    // delay whatever they are told, so contenders fall out of step.
     // The same delay spaces renew rounds that failed for want of replies.
     std::uint32_t max_tries = 1;
     duration wait = duration::seconds(10);
     duration retry_min = duration::millis(50);
     duration retry_max = duration::millis(200);
     // Reentrant mode: the identity that nests (agent id + task id). Empty: the
-    // token of the acquisition, so this lock object nests with nobody. The
+    // acquisition's own random base, so this lock object nests with nobody. The
     // bytes are not copied; keep them alive as long as the lock.
     str_view owner;
     // Replicas that must have the key before a node counts (0: off). Each

@@ -85,5 +85,8 @@ constexpr bool operator>=(duration a, duration b) noexcept {
 constexpr instant earliest(instant a, instant b) noexcept {
     return a < b ? a : b;
 }
+constexpr instant latest(instant a, instant b) noexcept {
+    return a < b ? b : a;
+}
 
 }  // namespace edgelock

@@ -1,9 +1,10 @@
 // Owner tokens and the random source they come from.
 //
-// Each acquisition gets a fresh 128-bit token drawn from a random_source the
-// caller injects (the driver wraps port::random_bytes, tests pass a seeded
-// generator). A source that fails is an error for the operation that needed
-// it; the core never falls back to weaker randomness.
+// Each acquisition draws a fresh 128-bit token, the base of its rounds' own
+// tokens (lock.hpp, "Tokens"), from a random_source the caller injects (the
+// driver wraps port::random_bytes, tests pass a seeded generator). A source
+// that fails is an error for the operation that needed it; the core never
+// falls back to weaker randomness.
 //
 //   owner_token t;
 //   if (!t.generate(source)) { /* report lock_errc::random_failed */ }

@@ -68,7 +68,11 @@ void take_inspection(void* ctx, const resp_node* n, std::size_t count) {
     } else if (e[2]->is_aggregate()) {
         for (std::size_t j = static_cast<std::size_t>(e[2] - n) + 1;
              j < e[2]->end && j<count; j = n[j].end> j ? n[j].end : j + 1) {
-            k.owners.push_back(node_text(n[j]));
+            // A field '#' and a token is one hold of an owner, not an owner.
+            std::string field = node_text(n[j]);
+            if (field.empty() || field[0] != '#') {
+                k.owners.push_back(std::move(field));
+            }
         }
     }
     if (e[4]->has_text()) {

@@ -10,13 +10,20 @@
 // for the node, so on a FIFO connection they always land before the next
 // round's acquire.
 //
-// After `lost` nothing is sent that could change a later hold of the same
-// owner. A plain or fenced cleanup compare-and-deletes the lost acquisition's
-// own random token, so it still goes out. A reentrant one decrements the
-// owner's field: by the time it lands (the driver may hold it while the node is
-// down, and serve a newer lock of the same owner first) the field may count
-// that newer lock's hold only, which it would then delete. So in reentrant
-// mode a lost acquisition sends nothing more, and its increments expire.
+// Tokens: every acquire round has its own (round_token()), the acquisition's
+// random base with the round's number folded in. A request can act only on a
+// key holding its own round's token, and every later round, the hold's
+// renewals and its release name another. So whatever a request does when it
+// finally lands (a link held it for seconds; the connection it went on was
+// dropped long ago), it cannot delete, extend or recreate a later round's key:
+// a late acquire makes a key nobody owns, which its own cleanup or its ttl
+// removes, and a late cleanup finds nothing of its own left to delete. The
+// reentrant mode's owner cannot change per round, so its hash keeps a field
+// per hold, named by the round's token, beside the owner's count: an
+// increment comes with its hold's field, a decrement (release or cleanup)
+// takes only its own hold's field and does nothing where that is gone, and a
+// renew extends only a hold whose field is there. After `lost` the cleanups
+// of every mode still go out: each names the lost round's token alone.
 #include "edgelock/lock.hpp"
 
 #include "edgelock/resp_encoder.hpp"
@@ -153,7 +160,10 @@ lock_errc lock::resume(const owner_token& token, instant now) noexcept {
             return lock_errc::busy;  // an old cleanup would name the wrong token
         }
     }
-    token_ = token;
+    // The base whose round_ token is `token`: the fold is its own inverse.
+    base_ = token;
+    token_round_ = round_;
+    base_ = round_token(round_);
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         // Any node may hold it: a release goes to all of them.
         slots_[i].flags = static_cast<std::uint16_t>(slots_[i].flags | slot_holder);
@@ -167,6 +177,31 @@ lock_errc lock::resume(const owner_token& token, instant now) noexcept {
     held_round_ = round_;
     state_ = lock_state::held;
     return lock_errc::ok;
+}
+
+owner_token lock::fold(const owner_token& base, std::uint32_t round) noexcept {
+    // The round's number as tags carry it (round_mask): a late reply's tag
+    // names its round's token. Distinct rounds of the acquisition (fewer than
+    // 2^29 apart) get distinct tokens; another owner's base is another 128
+    // random bits. Round 0 is no acquire round: the base itself, which resume()
+    // takes as given.
+    const std::uint32_t r = round & round_mask;
+    owner_token t = base;
+    for (std::size_t i = 0; i < 4; ++i) {
+        t.bytes[owner_token::size - 4 + i] ^= static_cast<std::uint8_t>(r >> (24 - 8 * i));
+    }
+    return t;
+}
+
+void lock::queue_cleanup(slot& s, std::uint32_t round) noexcept {
+    if (cleanup_base_ != base_) {
+        // Cleanups of an earlier acquisition still waiting for their nodes
+        // would now name tokens of this one's base, which match nothing:
+        // their keys, if any landed, are left to the ttl.
+        cleanup_base_ = base_;
+    }
+    s.cleanup_round = round;
+    s.flags = static_cast<std::uint16_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
 }
 
 std::uint32_t lock::tag_for(req kind) const noexcept {
@@ -197,17 +232,12 @@ bool lock::poll_event(lock_event& out) noexcept {
 }
 
 void lock::queue_cleanup_all() noexcept {
-    // Plain and fenced releases compare-and-delete: harmless where the key is
-    // not ours, so every node gets one (a SET may have landed unanswered).
-    // A reentrant release decrements, which is not idempotent: only nodes known
-    // to hold our increment get one; an unknown one expires with the ttl.
-    const bool everywhere = options_.mode != lock_mode::reentrant;
-    cleanup_token_ = token_;
+    // A cleanup takes only the current round's own key (a reentrant one: its
+    // own hold's field): harmless where that is not there, so every node gets
+    // one (a request may have landed unanswered).
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         slot& s = slots_[i];
-        if (everywhere || (s.flags & slot_holder) != 0) {
-            s.flags = static_cast<std::uint16_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
-        }
+        queue_cleanup(s, token_round_);
         s.flags = static_cast<std::uint16_t>(s.flags & ~slot_holder);
     }
 }
@@ -223,10 +253,13 @@ lock_errc lock::acquire(instant now) noexcept {
     if (!fresh.generate(random_)) {
         return lock_errc::random_failed;
     }
-    token_ = fresh;
+    base_ = fresh;
     lost_ = false;
     contended_ = false;
     polling_ = false;
+    hint_try_ = false;
+    split_before_ = false;
+    backoff_until_ = now;
     longest_busy_ttl_ms_ = -1;
     acquisition_round_ = round_ + 1;
     tries_left_ = options_.max_tries;
@@ -265,25 +298,13 @@ void lock::start_acquire_round(instant now) noexcept {
     woken_ = false;
     pace_.start(now);
     --tries_left_;
+    token_round_ = round_ + 1;  // the round start_round opens: its own token
     start_round(req::acquire, now);
-}
-
-void lock::drop_cleanups() noexcept {
-    for (std::uint8_t i = 0; i < node_count_; ++i) {
-        // One already out cannot be called back; it is not resent either.
-        slot& s = slots_[i];
-        s.flags = static_cast<std::uint16_t>(s.flags &
-                                             ~(slot_cleanup | slot_cleanup_resent | slot_holder));
-    }
 }
 
 void lock::become_lost(lock_failure reason) noexcept {
     close_round();
-    if (options_.mode == lock_mode::reentrant) {
-        drop_cleanups();  // see the top of this file: let the old hold expire
-    } else {
-        queue_cleanup_all();
-    }
+    queue_cleanup_all();  // the lost round's token alone (see the top of this file)
     lost_ = true;
     state_ = lock_state::idle;
     timers_.stop(timer::retry);

@@ -15,41 +15,24 @@ void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noe
     if (kind != req::acquire || !success) {
         return;
     }
-    // Only the current acquisition's token can still be named.
+    // Only the current acquisition's rounds can still be named: an earlier
+    // one's key is left to its ttl.
     const std::uint32_t age = (round - acquisition_round_) & round_mask;
     const std::uint32_t span = (round_ - acquisition_round_) & round_mask;
     if (age > span) {
         return;
     }
-    if (options_.mode == lock_mode::reentrant) {
-        if (holding() && round == (held_round_ & round_mask)) {
-            s.flags = static_cast<std::uint16_t>(s.flags | slot_holder);
-            return;
-        }
-        if (lost_) {
-            // Not after lost: the decrement would land on whatever hold the
-            // owner has by then. This increment expires with the ttl.
-            return;
-        }
-        // An increment of a round that did not win: take it back.
-        cleanup_token_ = token_;
-        s.flags = static_cast<std::uint16_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
+    if (round == (token_round_ & round_mask) &&
+        (holding() || state_ == lock_state::fencing || state_ == lock_state::acquiring)) {
+        // The hold's own round (a node that answered after the quorum, or
+        // after its time in a round still open): the key is the hold's,
+        // renewed and released with it, or cleaned up if the round fails.
+        s.flags = static_cast<std::uint16_t>(s.flags | slot_holder);
         return;
     }
-    switch (state_) {
-    case lock_state::idle:
-    case lock_state::retry_wait:
-    case lock_state::releasing:
-        // Compare-and-delete: also correct if a failure cleanup beat us to it.
-        cleanup_token_ = token_;
-        s.flags = static_cast<std::uint16_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
-        return;
-    default:
-        // Held: the key is ours and the release will take it. Acquiring a
-        // later round: the failed round's cleanup is already queued ahead
-        // of the new acquire, and a release now would delete that acquire.
-        return;
-    }
+    // Any other round's key is nobody's: its compare-and-delete (a reentrant
+    // one: its own hold's field) can touch nothing else, in any state.
+    queue_cleanup(s, round);
 }
 
 lock_errc lock::set_node_caps(std::uint8_t node, lock_node_caps caps) noexcept {
@@ -89,7 +72,7 @@ bool lock::taken_by_another(const detail::lock_reply& r) const noexcept {
         return false;
     }
     char hex[owner_token::hex_size];
-    token_.to_hex(hex);
+    token().to_hex(hex);
     return r.text != str_view(hex, sizeof hex);
 }
 
@@ -107,7 +90,7 @@ bool lock::answer_set_acquire(slot& s, const detail::lock_reply& r) noexcept {
         return false;
     case detail::reply_shape::text: {
         char hex[owner_token::hex_size];
-        token_.to_hex(hex);
+        token().to_hex(hex);
         if (r.text != str_view(hex, sizeof hex)) {
             add = static_cast<std::uint16_t>(add | slot_found_taken);
             contended_ = true;
@@ -186,9 +169,8 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
     const req kind = via_set ? req::acquire : static_cast<req>(kind_bits);
 
     if (kind == req::cleanup) {
-        // Cleanups go out as EVAL, so there is no NOSCRIPT to retry: a retry
-        // would land behind whatever was sent since, possibly an acquire with
-        // the same token whose key it would then delete.
+        // Cleanups go out as EVAL, so there is no NOSCRIPT to retry (one that
+        // lost its connection is resent, on_disconnected).
         s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup_out);
         return lock_errc::ok;
     }
@@ -359,22 +341,14 @@ lock_errc lock::on_disconnected(std::uint8_t node, instant now) noexcept {
         return lock_errc::bad_node;
     }
     slot& s = slots_[node];
-    if (options_.mode == lock_mode::reentrant && (s.flags & slot_cleanup) != 0) {
-        // A decrement waiting for a node whose connection broke: by the time
-        // a new connection carries it, the node may have restarted without our
-        // increment, and a newer hold of the owner may be there instead (the
-        // driver may serve that lock first). Our increment expires with the ttl.
-        s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup);
-    }
     if ((s.flags & slot_cleanup_out) != 0) {
-        // Anything sent after the cleanup was lost with it (and counts as
-        // "no"), so the resend is again first on the new connection.
+        // It may or may not land (a dropped connection's bytes can still
+        // arrive): sent again, first on the new connection. It names its own
+        // round's key alone, so landing twice, or after anything sent since,
+        // is harmless. Once only: a node that keeps refusing must not keep us
+        // busy; its key expires with the ttl anyway.
         s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup_out);
-        // Resending a compare-and-delete is harmless; resending a decrement
-        // could take a hold that is not ours, so that one is left to the ttl.
-        // Once only: a node that keeps refusing must not keep us busy; its key
-        // expires with the ttl anyway.
-        if (options_.mode != lock_mode::reentrant && (s.flags & slot_cleanup_resent) == 0) {
+        if ((s.flags & slot_cleanup_resent) == 0) {
             s.flags = static_cast<std::uint16_t>(s.flags | slot_cleanup | slot_cleanup_resent);
         }
     }
@@ -400,7 +374,7 @@ lock_errc lock::undo(std::uint8_t node, std::uint32_t tag, const resp_node* node
     bool took = false;
     if (via_set) {
         char hex[owner_token::hex_size];
-        token_.to_hex(hex);
+        round_token(tag >> tag_kind_bits).to_hex(hex);
         took = r.shape == detail::reply_shape::nil || r.shape == detail::reply_shape::status ||
                (r.shape == detail::reply_shape::text && r.text == str_view(hex, sizeof hex));
     } else if (kind_bits == static_cast<std::uint32_t>(req::acquire)) {
@@ -415,9 +389,10 @@ lock_errc lock::undo(std::uint8_t node, std::uint32_t tag, const resp_node* node
     // dropped there), then the cleanup of what this request took.
     const lock_errc e = on_disconnected(node, now);
     if (took) {
-        slot& s = slots_[node];
-        cleanup_token_ = token_;
-        s.flags = static_cast<std::uint16_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
+        // An acquire took its own round's key; a renew extended the hold's.
+        queue_cleanup(slots_[node], kind_bits == static_cast<std::uint32_t>(req::renew)
+                                        ? token_round_
+                                        : tag >> tag_kind_bits);
     }
     return e;
 }
@@ -434,15 +409,10 @@ lock_errc lock::redirected(std::uint8_t node, std::uint32_t tag) noexcept {
     const std::uint32_t round = tag >> tag_kind_bits;
     if (kind_bits == static_cast<std::uint32_t>(req::cleanup)) {
         if ((s.flags & slot_cleanup_out) != 0) {
-            // A cleanup queued since names the newer token: it goes instead.
-            // Unless a request went out behind it (the next round's acquire,
-            // with the same token): that one may have run where this did
-            // not, and a cleanup sent again would land after it and delete
-            // the key it took. The key is then left to its ttl.
-            s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup_out);
-            if ((s.flags & slot_in_flight) == 0) {
-                s.flags = static_cast<std::uint16_t>(s.flags | slot_cleanup);
-            }
+            // Again, where the node said (it names its own round's key alone,
+            // so a request sent behind it changes nothing). A cleanup queued
+            // since goes instead.
+            s.flags = static_cast<std::uint16_t>((s.flags & ~slot_cleanup_out) | slot_cleanup);
         }
         return lock_errc::ok;
     }

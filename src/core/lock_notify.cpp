@@ -26,7 +26,9 @@ lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
         return lock_errc::ok;
     }
     polling_ = false;
-    const instant at = pace_.next_try(now, options_.retry_min, options_.retry_max);
+    // Not before a backing-off waiter's delay (lock_rounds.cpp).
+    const instant at =
+        latest(pace_.next_try(now, options_.retry_min, options_.retry_max), backoff_until_);
     if (at <= now) {
         start_acquire_round(now);
     } else if (at < timers_.get(timer::retry)) {

@@ -69,11 +69,11 @@ resp_encoded encode_set_acquire(str_view key, str_view token, str_view ttl, char
 resp_encoded encode_script_call(const lock_script& script, bool eval, const str_view* keys,
                                 std::size_t key_count, const str_view* args, std::size_t arg_count,
                                 char* out, std::size_t capacity) noexcept {
-    // Three keys and three arguments at most; the fixed array keeps it on the stack.
-    constexpr std::size_t max_argv = 3 + 3 + 3;
+    // Three keys and four arguments at most; the fixed array keeps it on the stack.
+    constexpr std::size_t max_argv = 3 + 3 + 4;
     resp_encoded bad;
     bad.error = resp_encode_errc::too_large;
-    if (key_count > 3 || arg_count > 3) {
+    if (key_count > 3 || arg_count > 4) {
         return bad;
     }
     const decimal_arg numkeys(static_cast<std::int64_t>(key_count));

@@ -168,17 +168,39 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
         }
     }
     polling_ = false;
-    const instant told_at = pace_.next_try(now, options_.retry_min, options_.retry_max);
+    // Contenders that split the nodes between them (we took some, others
+    // were busy) and retry at once, or when their cleanups tell them, collide
+    // again on every round trip; so do a semaphore's tries on hints when its
+    // permits are held crosswise. As Redlock asks, such a waiter waits its
+    // random retry delay, and no push starts a round before it ends: from the
+    // second split in a row (the first may be a release still on its way to
+    // some nodes), and after a try on a hint that did not win.
+    const bool after_hint = hint_try_;
+    const bool split = busy && tally_.yes != 0;
+    const bool back_off = busy && ((split && split_before_) || after_hint);
+    hint_try_ = false;
+    split_before_ = split;
+    std::uint64_t backoff_us = 0;
+    if (back_off && tries_left_ > 0 &&
+        !random_between(random_, options_.retry_min.us, options_.retry_max.us, backoff_us)) {
+        reason = lock_failure::random_failed;
+        tries_left_ = 0;
+    }
+    backoff_until_ = now + duration::micros(backoff_us);
+    const instant told_at =
+        latest(pace_.next_try(now, options_.retry_min, options_.retry_max), backoff_until_);
     if (tries_left_ > 0 && woken_ && told_at < wait_deadline_) {
         // The key changed meanwhile: again at once, or as soon as a noisy
-        // server's pushes allow (told_pace.hpp).
+        // server's pushes (told_pace.hpp) or the backoff allow.
         timers_.set(timer::retry, told_at);
         state_ = lock_state::retry_wait;
         return;
     }
-    if (tries_left_ > 0 && busy && options_.permits != 0 && hint_ >= 0 && now < wait_deadline_) {
+    if (tries_left_ > 0 && busy && !back_off && options_.permits != 0 && hint_ >= 0 &&
+        now < wait_deadline_) {
         // A semaphore's node named a free permit: the next round asks for
         // it now, rather than wait for the one asked for to be released.
+        hint_try_ = true;
         timers_.set(timer::retry, now);
         state_ = lock_state::retry_wait;
         return;
@@ -191,8 +213,8 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
         instant at;
         if (!poll_at(now, poll ? busy_ttl_ms_ : -1, at)) {
             reason = lock_failure::random_failed;
-        } else if (at < wait_deadline_) {
-            timers_.set(timer::retry, at);
+        } else if (latest(at, backoff_until_) < wait_deadline_) {
+            timers_.set(timer::retry, latest(at, backoff_until_));
             state_ = lock_state::retry_wait;
             polling_ = poll;
             key_gone_at_ =

@@ -43,19 +43,24 @@ const lock_script script_renew = {
 const lock_script script_reentrant_acquire = {
     "if redis.replicate_commands then redis.replicate_commands() end\n"
     "if redis.call('exists', KEYS[1]) == 0 or redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then\n"
-    "  local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
+    "  local n\n"
+    "  if redis.call('hsetnx', KEYS[1], ARGV[3], 1) == 1 then\n"
+    "    n = redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
+    "  else\n"
+    "    n = tonumber(redis.call('hget', KEYS[1], ARGV[1])) or 0\n"
+    "  end\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "  if ARGV[3] then\n"
-    "    local r = ARGV[1] .. '\\n' .. redis.call('time')[1] .. '\\n' .. ARGV[3]\n"
+    "  if ARGV[4] then\n"
+    "    local r = ARGV[1] .. '\\n' .. redis.call('time')[1] .. '\\n' .. ARGV[4]\n"
     "    redis.call('set', KEYS[2], r, 'PX', ARGV[2])\n"
     "  end\n"
     "  return {1, n}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}",
-    "0ca01a4dea3e755f15e54e7b89086097ea91719a"};
+    "4ce7c6d2bf779ee55d02396b05a23f81e4292890"};
 
 const lock_script script_reentrant_release = {
-    "if redis.pcall('hexists', KEYS[1], ARGV[1]) ~= 1 then return -1 end\n"
+    "if redis.pcall('hdel', KEYS[1], ARGV[3]) ~= 1 then return -1 end\n"
     "local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)\n"
     "if n > 0 then\n"
     "  if KEYS[2] and redis.call('pexpire', KEYS[2], ARGV[2]) == 0 then\n"
@@ -70,17 +75,17 @@ const lock_script script_reentrant_release = {
     "  redis.call('del', KEYS[2], KEYS[3])\n"
     "end\n"
     "return 0",
-    "7d4287ec97cd4e8e041e721d29bf41bed25892eb"};
+    "e46b1739332f6ec5a44dde7f7e48be0e3162b969"};
 
 const lock_script script_reentrant_renew = {
-    "if redis.pcall('hexists', KEYS[1], ARGV[1]) == 1 then\n"
+    "if redis.pcall('hexists', KEYS[1], ARGV[3]) == 1 then\n"
     "  if KEYS[2] and redis.call('pexpire', KEYS[2], ARGV[2]) == 0 then\n"
     "    redis.call('set', KEYS[2], '', 'PX', ARGV[2])\n"
     "  end\n"
     "  return redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "end\n"
     "return 0",
-    "6264f24d9406a7f668ba122bc6618ac6087e5d0d"};
+    "cec9046d7bddd7da3b5eeafbe50fa3b1fa5e7981"};
 
 const lock_script script_fenced_acquire = {
     "if redis.replicate_commands then redis.replicate_commands() end\n"

@@ -46,7 +46,7 @@ std::size_t lock::encode_delete(char* buf, std::size_t capacity) const noexcept 
         return 0;
     }
     char hex[owner_token::hex_size];
-    token_.to_hex(hex);
+    token().to_hex(hex);
     const str_view token(hex, sizeof hex);
     if (options_.permits != 0) {
         const std::size_t size = encode_permit_call(
@@ -81,7 +81,8 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     // would block for replica_timeout behind the NOSCRIPT, and the resend's
     // own WAIT then come too late for the round).
     const bool eval = cleanup || (s.flags & slot_eval) != 0 || options_.min_replicas > 0;
-    const owner_token& tok = cleanup ? cleanup_token_ : token_;
+    // A cleanup names its own round, of the acquisition it was queued for.
+    const owner_token tok = cleanup ? fold(cleanup_base_, s.cleanup_round) : token();
 
     char fence_key[lock_key_capacity];  // or the renewal mark
     char release_mark[lock_key_capacity];
@@ -89,9 +90,15 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     char hex[owner_token::hex_size];
     tok.to_hex(hex);
     const str_view token_view(hex, sizeof hex);
-    const str_view owner = options_.mode == lock_mode::reentrant && !options_.owner.empty()
-                               ? options_.owner
-                               : token_view;
+    // A reentrant hold's field: '#' and its round's token (lock.cpp). The
+    // owner's count is under the owner, or without one the acquisition's base.
+    char hold[1 + owner_token::hex_size];
+    hold[0] = '#';
+    tok.to_hex(hold + 1);
+    char base_hex[owner_token::hex_size];
+    (cleanup ? cleanup_base_ : base_).to_hex(base_hex);
+    const str_view owner =
+        !options_.owner.empty() ? options_.owner : str_view(base_hex, sizeof base_hex);
     // The lock's key is its name (a semaphore's round 2: the permit's); the
     // fence counter's key is made only for the requests that name it.
     char permit[lock_key_capacity];
@@ -118,7 +125,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     const bool via_set = set_capable && (!contended_ || told_set);
     const lock_script* script = &script_release;
     str_view keys[3] = {lock_key, str_view(), str_view()};
-    str_view args[3] = {token_view, ttl, options_.holder};
+    str_view args[4] = {token_view, ttl, options_.holder, str_view()};
     std::size_t key_count = 1;
     std::size_t arg_count = 2;
     const bool reentrant = options_.mode == lock_mode::reentrant;
@@ -129,6 +136,9 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         if (reentrant) {
             script = &script_reentrant_acquire;
             args[0] = owner;
+            args[2] = str_view(hold, sizeof hold);
+            args[3] = options_.holder;
+            arg_count = 3;
         } else if (options_.mode == lock_mode::fenced) {
             script = fenced_redlock() ? &script_fenced_read : &script_fenced_acquire;
             key_count = 2;
@@ -137,7 +147,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         }
         if (records) {
             keys[key_count++] = str_view(holder_key, make_renewal_mark(holder_key, name_, marks_));
-            arg_count = 3;
+            ++arg_count;
         }
         break;
     case req::fence_raise:
@@ -151,6 +161,8 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         if (reentrant) {
             script = &script_reentrant_renew;
             args[0] = owner;
+            args[2] = str_view(hold, sizeof hold);
+            arg_count = 3;
         } else {
             script = options_.renew_resurrects ? &script_acquire : &script_renew;
         }
@@ -162,6 +174,8 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
         if (reentrant) {
             script = &script_reentrant_release;
             args[0] = owner;
+            args[2] = str_view(hold, sizeof hold);
+            arg_count = 3;
         } else {
             script = &script_release;
             arg_count = 1;

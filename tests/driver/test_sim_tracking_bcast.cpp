@@ -136,9 +136,9 @@ TEST_CASE("sim BCAST: one message per prefix with the command's keys, sorted and
         CHECK(b.node.clients.invalidations == 1);
     }
     SECTION("a key changed twice by one script is told once") {
-        // HINCRBY and PEXPIRE of the same key.
+        // The hold's field, HINCRBY and PEXPIRE of the same key.
         REQUIRE(b.run(writer, {"EVAL", script(edgelock::script_reentrant_acquire), "1", "job:r",
-                               "owner", "5000"}) == "*2\r\n:1\r\n:1\r\n");
+                               "owner", "5000", "#hold"}) == "*2\r\n:1\r\n:1\r\n");
         CHECK(b.heard(waiter) == std::vector<std::string>{push({"job:r"})});
     }
     SECTION("keys under two prefixes: one message each, prefixes in order") {

@@ -109,21 +109,32 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
         }
         return resp_int(0);
     }
+    // The reentrant scripts: ARGV[1] the owner, ARGV[3] the hold's field,
+    // ARGV[4] the holder record.
     if (s == &script_reentrant_acquire) {
         if (ks.find(key(0), now) == nullptr || ks.has_field(key(0), arg(0), now)) {
-            const std::int64_t n = ks.hincrby(key(0), arg(0), 1, now);
+            std::int64_t n = 0;
+            std::string count;
+            if (!ks.has_field(key(0), arg(2), now)) {
+                ks.hset(key(0), arg(2), "1", now);
+                n = ks.hincrby(key(0), arg(0), 1, now);
+            } else if (ks.hget(key(0), arg(0), now, count)) {
+                n = parse_int(count);
+            }
             ks.pexpire(key(0), parse_int(arg(1)), now);
-            if (records) {
-                holder_record(1);
+            if (args.size() > 3) {
+                ks.set(key(1), arg(0) + "\n" + std::to_string(clock / 1000000) + "\n" + arg(3));
+                ks.pexpire(key(1), parse_int(arg(1)), now);
             }
             return resp_pair(1, n);
         }
         return resp_pair(0, ks.pttl(key(0), now));
     }
     if (s == &script_reentrant_release) {
-        if (!ks.has_field(key(0), arg(0), now)) {
+        if (!ks.has_field(key(0), arg(2), now)) {
             return resp_int(-1);
         }
+        ks.hdel(key(0), arg(2), now);
         const std::int64_t n = ks.hincrby(key(0), arg(0), -1, now);
         if (n > 0) {
             renewal_mark();
@@ -135,7 +146,7 @@ inline std::string run_script(keyspace& ks, const edgelock::lock_script* s,
         return resp_int(0);
     }
     if (s == &script_reentrant_renew) {
-        if (ks.has_field(key(0), arg(0), now)) {
+        if (ks.has_field(key(0), arg(2), now)) {
             renewal_mark();
             return resp_int(ks.pexpire(key(0), parse_int(arg(1)), now));
         }

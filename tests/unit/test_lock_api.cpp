@@ -121,7 +121,9 @@ TEST_CASE("sizeof a lock object", "[lock]") {
     std::printf("sizeof(edgelock::lock) = %u bytes (%u nodes max)\n",
                 static_cast<unsigned>(sizeof(edgelock::lock)),
                 static_cast<unsigned>(edgelock::lock_max_nodes));
-    CHECK(sizeof(edgelock::lock) <= 512);
+    // 512 until every acquire round got its own token: each node's cleanup
+    // names its round (4 bytes a node), and a waiter's backoff its end.
+    CHECK(sizeof(edgelock::lock) <= 576);
 }
 
 TEST_CASE("configure rejects bad arguments and changes nothing", "[lock]") {

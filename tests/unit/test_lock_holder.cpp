@@ -190,11 +190,14 @@ TEST_CASE("holder: every round of a told waiter is the script with the record", 
         caps.told = true;
         REQUIRE(l.set_node_caps(0, caps) == lock_errc::ok);
         REQUIRE(l.acquire(t0) == lock_errc::ok);
-        const std::vector<std::string> script = evalsha(edgelock::script_acquire, {"jobs", mark},
-                                                        {hex(l.token()), "1000", holder_text});
+        // Each round names its own token (lock.hpp, "Tokens").
+        const auto script = [&] {
+            return evalsha(edgelock::script_acquire, {"jobs", mark},
+                           {hex(l.token()), "1000", holder_text});
+        };
         sent s = take(l, 0);
         if (with_holder) {
-            CHECK(words(s.bytes) == script);
+            CHECK(words(s.bytes) == script());
         } else {
             // The SET, then the script when it finds the key taken.
             CHECK(s.bytes == set_request(l));
@@ -211,7 +214,7 @@ TEST_CASE("holder: every round of a told waiter is the script with the record", 
         const std::string bytes(buf, t.size);
         if (with_holder) {
             CHECK(t.preceding == 0);
-            CHECK(words(bytes) == script);
+            CHECK(words(bytes) == script());
         } else {
             CHECK(t.preceding == 1);
             CHECK(has(bytes, set_request(l)));
@@ -269,26 +272,34 @@ TEST_CASE("holder: a fenced acquire carries the counter, the mark, then the reco
 }
 
 TEST_CASE("holder: a reentrant acquire carries the owner and the record", "[lock][holder]") {
+    // ARGV[3] is the hold's own field ('#' and the round's token), ARGV[4]
+    // the record.
     SECTION("an owner given: ARGV[1]") {
         holder_lock h(lock_mode::reentrant, holder_text, 1, "agent-7/task-3");
         const sent s = take(h.l, 0);
-        CHECK(words(s.bytes) == evalsha(edgelock::script_reentrant_acquire, {"jobs", mark},
-                                        {"agent-7/task-3", "1000", holder_text}));
+        CHECK(words(s.bytes) ==
+              evalsha(edgelock::script_reentrant_acquire, {"jobs", mark},
+                      {"agent-7/task-3", "1000", "#" + hex(h.l.token()), holder_text}));
         reply(h.l, 0, s.tag, "*2\r\n:1\r\n:1\r\n", t0 + duration::millis(1));
         const lock_event ev = next_event(h.l);
         CHECK(ev.kind == lock_event_kind::acquired);
         CHECK(ev.holds == 1);
     }
-    SECTION("no owner: the token") {
+    SECTION("no owner: the acquisition's own, not the round's token") {
         holder_lock h(lock_mode::reentrant, holder_text);
-        CHECK(words(take(h.l, 0).bytes) == evalsha(edgelock::script_reentrant_acquire,
-                                                   {"jobs", mark},
-                                                   {hex(h.l.token()), "1000", holder_text}));
+        const std::vector<std::string> w = words(take(h.l, 0).bytes);
+        REQUIRE(w.size() == 9);
+        CHECK(w[1] == sha1_of(edgelock::script_reentrant_acquire));
+        CHECK(w[5].size() == 32);
+        CHECK(w[5] != hex(h.l.token()));
+        CHECK(w[7] == "#" + hex(h.l.token()));
+        CHECK(w[8] == holder_text);
     }
     SECTION("control: without a holder, the name alone") {
         holder_lock h(lock_mode::reentrant, str_view(), 1, "agent-7/task-3");
         CHECK(words(take(h.l, 0).bytes) ==
-              evalsha(edgelock::script_reentrant_acquire, {"jobs"}, {"agent-7/task-3", "1000"}));
+              evalsha(edgelock::script_reentrant_acquire, {"jobs"},
+                      {"agent-7/task-3", "1000", "#" + hex(h.l.token())}));
     }
 }
 
@@ -318,12 +329,18 @@ TEST_CASE("holder: renew and release requests carry no record", "[lock][holder]"
         REQUIRE(has(acq.bytes, holder_text));  // the acquire does: the check below can fail
         reply(h.l, 0, acq.tag, r.yes, t0 + duration::millis(1));
         REQUIRE(next_event(h.l).kind == lock_event_kind::acquired);
-        const std::string owner = hex(h.l.token());
+        // Reentrant: the owner (without one, the acquisition's, as the
+        // acquire named it) and the hold's own field.
+        const bool reentrant = r.mode == lock_mode::reentrant;
+        const std::vector<std::string> args =
+            reentrant
+                ? std::vector<std::string>{words(acq.bytes)[5], "1000", "#" + hex(h.l.token())}
+                : std::vector<std::string>{hex(h.l.token()), "1000"};
 
         REQUIRE(h.l.renew(t0 + duration::millis(10)) == lock_errc::ok);
         const sent ren = take(h.l, 0);
         CHECK_FALSE(has(ren.bytes, holder_text));
-        CHECK(words(ren.bytes) == evalsha(*r.renew, {"jobs", mark}, {owner, "1000"}));
+        CHECK(words(ren.bytes) == evalsha(*r.renew, {"jobs", mark}, args));
         reply(h.l, 0, ren.tag, r.resurrects ? "*2\r\n:1\r\n:0\r\n" : ":1\r\n",
               t0 + duration::millis(11));
         REQUIRE(next_event(h.l).kind == lock_event_kind::renewed);

@@ -141,11 +141,14 @@ TEST_CASE("permits redlock: a refusal naming a free permit steers the next round
     reply(s.l, 0, r[0].tag, busy(-1), t0 + duration::millis(1));
     reply(s.l, 1, r[1].tag, busy(static_cast<int>(hint)), t0 + duration::millis(1));
     REQUIRE(s.l.state() == lock_state::retry_wait);
+    const std::string round1 = s.token();
     s.l.on_timeout(s.l.next_deadline());
     REQUIRE(s.l.state() == lock_state::acquiring);
-    // Node 2 did not answer round 1: a cleanup goes ahead of its request.
+    CHECK(s.token() != round1);  // every round its own
+    // Node 2 did not answer round 1: a cleanup of round 1's token goes ahead
+    // of its request.
     REQUIRE(s.l.next_send(2) == edgelock::lock::outgoing::cleanup);
-    CHECK(words(take(s.l, 2).bytes) == cleanup_words(s.token()));
+    CHECK(words(take(s.l, 2).bytes) == cleanup_words(round1));
     sent again[3];
     for (std::uint8_t i = 0; i < 3; ++i) {
         again[i] = take(s.l, i);
