@@ -127,7 +127,7 @@ void issue_45(lock_mode mode, std::uint8_t permits) {
             first_connection.emplace_back(n.now(), argv[0]);
         }
         if (trace) {
-            edgelock_test::trace_command(n.now().us, node, conn, argv);
+            edgelock_test::trace_command(n, node, conn, argv);
         }
     };
 

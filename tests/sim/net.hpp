@@ -192,6 +192,9 @@ public:
     std::uint64_t requests_after_close = 0;
     std::uint64_t held_back = 0;
     const std::string& failure() const { return failure_; }
+    // Whether the client has closed this connection (net::on_command's id):
+    // what runs on it now came late.
+    bool closed_by_client(std::uint64_t id) const;
     // Sees every command a node receives (before it runs), for traces.
     std::function<void(int node, std::uint64_t connection, const std::vector<std::string>& argv)>
         on_command;

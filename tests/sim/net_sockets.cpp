@@ -220,6 +220,11 @@ void net::close(int fd) {
     fds_[static_cast<std::size_t>(fd)] = 0;
 }
 
+bool net::closed_by_client(std::uint64_t id) const {
+    return id >= 1 && id <= conns_.size() && conns_[id - 1]->fd < 0 &&
+           conns_[id - 1]->state == conn_state::open;
+}
+
 std::uint8_t net::readiness(const wait_entry& e, const connection* c) const {
     using namespace edgelock::port;
     if (e.fd < 0) {
