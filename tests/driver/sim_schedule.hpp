@@ -321,14 +321,22 @@ struct schedule {
     }
 };
 
-inline void trace_command(const schedule& s, int node, std::uint64_t conn,
+// One line per command a node runs (net::on_command), long arguments cut;
+// "closed" marks one that runs on a connection its client had closed.
+inline void trace_command(const sim::net& n, int node, std::uint64_t conn,
                           const std::vector<std::string>& argv) {
     std::string t;
     for (const std::string& a : argv) {
         t += (t.empty() ? "" : " ") + (a.size() > 48 ? a.substr(0, 40) + "..." : a);
     }
-    std::printf("%llu node %d conn %llu: %s\n", static_cast<unsigned long long>(s.now()), node,
-                static_cast<unsigned long long>(conn), t.c_str());
+    std::printf("%llu node %d conn %llu%s: %s\n", static_cast<unsigned long long>(n.now().us), node,
+                static_cast<unsigned long long>(conn), n.closed_by_client(conn) ? " (closed)" : "",
+                t.c_str());
+}
+
+inline void trace_command(const schedule& s, int node, std::uint64_t conn,
+                          const std::vector<std::string>& argv) {
+    trace_command(s.net, node, conn, argv);
 }
 
 // Ends a schedule: the loop ran dry in its step bound, the port saw nothing

@@ -1,9 +1,11 @@
 // The test port itself (sim/net.hpp), called through edgelock::port as the
-// driver calls it: virtual time, addresses, delivery order and shape, and a
-// wait that could never end failing instead of hanging.
+// driver calls it: virtual time, addresses, delivery order and shape, a
+// closed connection's late bytes, and a wait that could never end failing
+// instead of hanging.
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driver/driver_helpers.hpp"
@@ -188,4 +190,85 @@ TEST_CASE("sim port: random bytes are seeded, and can fail", "[port][sim]") {
         n.random_fails = true;
         CHECK_FALSE(port::random_bytes(b, sizeof b));
     }
+}
+
+TEST_CASE("sim port: a closed connection's requests still run, late when held back",
+          "[port][sim][late]") {
+    sim::net n(8);
+    n.add_nodes(1);
+    n.faults(0).latency_min_us = n.faults(0).latency_max_us = 4000;  // 2 ms each way
+    n.partial_sends = false;
+    std::vector<std::pair<std::string, instant>> ran;
+    n.on_command = [&](int, std::uint64_t, const std::vector<std::string>& argv) {
+        ran.emplace_back(argv[0] + (argv.size() > 1 ? " " + argv[1] : ""), n.now());
+    };
+    const std::string set = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
+    const std::string del = "*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n";
+    SECTION("without the fault: at their latency, replies thrown away") {
+        const int fd = edgelock_test::open_node(n, 0);
+        const instant sent = n.now();
+        send_all(fd, set);
+        port::close(fd);
+        n.advance(duration::seconds(1));
+        REQUIRE(ran.size() == 1);
+        CHECK(ran[0].second == sent + duration::millis(2));
+        CHECK(n.requests_after_close == 1);
+        CHECK(n.held_back == 0);
+        CHECK(edgelock_test::value_at(n, 0, "k") == "v");
+    }
+    SECTION("held back: in order, the window after the close") {
+        n.faults(0).late_delivery = 1.0;
+        n.faults(0).late_min_us = n.faults(0).late_max_us = 600000;
+        const int fd = edgelock_test::open_node(n, 0);
+        send_all(fd, set);
+        n.advance(duration::micros(1000));  // on its way
+        send_all(fd, del);
+        const instant closed = n.now();
+        port::close(fd);
+        // A new connection's request runs at once, before the old ones.
+        const int fresh = edgelock_test::open_node(n, 0);
+        send_all(fresh, ping);
+        n.advance(duration::seconds(1));
+        REQUIRE(ran.size() == 3);
+        CHECK(ran[0].first == "PING");
+        CHECK(ran[1] == std::make_pair(std::string("SET k"), closed + duration::millis(600)));
+        CHECK(ran[2] == std::make_pair(std::string("DEL k"), closed + duration::millis(600)));
+        CHECK(n.requests_after_close == 2);
+        CHECK(n.held_back == 1);
+        CHECK(edgelock_test::value_at(n, 0, "k").empty());
+        port::close(fresh);
+    }
+    SECTION("held back, then lost with a crash of the node") {
+        n.faults(0).late_delivery = 1.0;
+        n.faults(0).late_min_us = n.faults(0).late_max_us = 600000;
+        const int fd = edgelock_test::open_node(n, 0);
+        send_all(fd, set);
+        port::close(fd);
+        n.advance(duration::millis(300));
+        n.crash(0);
+        n.restart(0, true);
+        n.advance(duration::seconds(1));
+        CHECK(ran.empty());
+        CHECK(n.held_back == 1);
+    }
+}
+
+TEST_CASE("sim port: a request delay slows the way in only", "[port][sim][late]") {
+    sim::net n(9);
+    n.add_nodes(1);
+    n.faults(0).latency_min_us = n.faults(0).latency_max_us = 4000;
+    n.partial_sends = false;
+    n.recv_split = sim::split::whole;
+    instant ran;
+    n.on_command = [&](int, std::uint64_t, const std::vector<std::string>&) { ran = n.now(); };
+    const int fd = edgelock_test::open_node(n, 0);  // connects at the usual round trip
+    n.faults(0).request_delay_us = 500000;
+    const instant sent = n.now();
+    send_all(fd, ping);
+    n.faults(0).request_delay_us = 0;  // lifted: bytes already sent stay late
+    wait_entry e{fd, port::want_read, 0};
+    REQUIRE(port::wait(&e, 1, sent + duration::seconds(2)) == 1);
+    CHECK(ran == sent + duration::millis(502));
+    CHECK(n.now() == sent + duration::millis(504));
+    port::close(fd);
 }

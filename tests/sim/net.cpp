@@ -238,6 +238,38 @@ void net::reset(connection& c) {
     c.parked.clear();
 }
 
+void net::hold_back(connection& c) {
+    const node_faults& f = nodes_[static_cast<std::size_t>(c.node)]->faults;
+    if (f.late_delivery <= 0.0) {
+        return;  // no draw: schedules without the fault keep their randomness
+    }
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    if (u(net_rng_) >= f.late_delivery) {
+        return;
+    }
+    std::uniform_int_distribution<std::uint64_t> d(f.late_min_us,
+                                                   std::max(f.late_min_us, f.late_max_us));
+    const std::uint64_t until = now_ + d(net_rng_);
+    // Taken out in delivery order and put back in it: a later time for each,
+    // never an earlier one, so the connection stays FIFO.
+    std::vector<std::pair<std::uint64_t, item>> held;
+    for (auto it = queue_.begin(); it != queue_.end();) {
+        if (it->second.kind == item_kind::to_node && it->second.conn == c.id) {
+            held.emplace_back(it->first.first, std::move(it->second));
+            it = queue_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (held.empty()) {
+        return;
+    }
+    ++held_back;
+    for (auto& [t, it] : held) {
+        push(std::max(t, until), std::move(it));
+    }
+}
+
 // Requests in, replies scheduled back; every split of the bytes parses alike.
 void net::node_receive(connection& c, const std::string& bytes) {
     sim_node& n = *nodes_[static_cast<std::size_t>(c.node)];
@@ -275,6 +307,9 @@ void net::node_receive(connection& c, const std::string& bytes) {
         }
         c.node_rx.erase(0, r.size);
         ++c.requests;
+        if (c.fd < 0) {
+            ++requests_after_close;
+        }
         n.max_in_flight = std::max<std::size_t>(
             n.max_in_flight, static_cast<std::size_t>(c.requests - c.replies_read));
         if (on_command) {

@@ -32,6 +32,20 @@
 // completes, and the shape of delivery (recv in random pieces, byte by byte,
 // or each reply cut at a given offset; partial sends). All randomness is seeded.
 //
+// Late bytes: close() takes nothing back. Requests a client wrote to a
+// connection it then closed still reach the node and run there, as that
+// connection's (its set-up's AUTH and SELECT included), their replies
+// thrown away; only a reset (crash, loss, cut) loses them. Two faults make
+// that happen seconds later, as a real link that delays and retransmits
+// does: request_delay_us slows one node's way in (a congested uplink: set
+// and lifted by a test, it makes a connection look dead to the client, whose
+// connect or stall timeout then gives it up with its pipelined requests
+// still on their way), and late_delivery holds back, on each close with that
+// chance, whatever the node has not received yet, to arrive late_min_us ..
+// late_max_us after the close (in order, and never sooner than it would
+// have). requests_after_close counts the requests that ran on a connection
+// its client had already closed.
+//
 //   sim::net n(seed);
 //   n.add_nodes(3);
 //   edgelock::client<3> c;       // after the net: destroyed before it
@@ -58,7 +72,13 @@ struct node_faults {
     // Round trip of one request, drawn per request; each way takes half.
     std::uint64_t latency_min_us = 200;
     std::uint64_t latency_max_us = 2000;
-    std::uint64_t reply_delay_us = 0;  // more on the way back only (a congested return path)
+    std::uint64_t reply_delay_us = 0;    // more on the way back only (a congested return path)
+    std::uint64_t request_delay_us = 0;  // more on the way in only, per send (a congested uplink)
+    // Per connection the client closes: the chance that what the node has
+    // not received of it yet comes late_min_us..late_max_us after the close.
+    double late_delivery = 0.0;
+    std::uint64_t late_min_us = 0;
+    std::uint64_t late_max_us = 0;
     double loss = 0.0;           // per request: the connection breaks (before or after it ran)
     bool connect_hangs = false;  // connect() stays in progress forever (a dropped SYN)
     bool refuse_late = false;    // a refused connect shows in connect_finish(), not connect()
@@ -167,7 +187,14 @@ public:
     // the same node (a client acting on what it was told).
     std::uint64_t pushes_delivered = 0;
     std::uint64_t sends_on_push = 0;
+    // Requests a node ran on a connection its client had closed, and the
+    // closes whose bytes late_delivery held back.
+    std::uint64_t requests_after_close = 0;
+    std::uint64_t held_back = 0;
     const std::string& failure() const { return failure_; }
+    // Whether the client has closed this connection (net::on_command's id):
+    // what runs on it now came late.
+    bool closed_by_client(std::uint64_t id) const;
     // Sees every command a node receives (before it runs), for traces.
     std::function<void(int node, std::uint64_t connection, const std::vector<std::string>& argv)>
         on_command;
@@ -260,6 +287,8 @@ private:
     void deliver_unasked(int i);
     void schedule_expiry(int i);
     void reset(connection& c);
+    // The client closed c: late_delivery may hold back what is on its way in.
+    void hold_back(connection& c);
     connection* by_fd(int fd);
     std::size_t readable_piece(connection& c, std::size_t capacity);
     std::uint8_t readiness(const edgelock::port::wait_entry& e, const connection* c) const;

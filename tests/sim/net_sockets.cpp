@@ -139,7 +139,9 @@ net_result net::send(int fd, const void* data, std::size_t size) {
     if (nodes_[static_cast<std::size_t>(c->node)]->last_push_at == now_) {
         ++sends_on_push;
     }
-    const std::uint64_t t = std::max(c->last_to_node, now_ + half_latency(c->node));
+    const std::uint64_t t = std::max(
+        c->last_to_node, now_ + half_latency(c->node) +
+                             nodes_[static_cast<std::size_t>(c->node)]->faults.request_delay_us);
     c->last_to_node = t;
     push(t, item{item_kind::to_node, c->id, std::string(static_cast<const char*>(data), take), {}});
     return result(net_status::ok, take);
@@ -207,11 +209,20 @@ void net::close(int fd) {
     }
     c->session.alive = false;  // the server frees it once what was sent has run
     // Requests already sent still reach the node and run there (TCP delivers
-    // them before the FIN); their replies are thrown away.
+    // them before the FIN), late_delivery may make them later still; their
+    // replies are thrown away.
+    if (c->state == conn_state::open) {
+        hold_back(*c);
+    }
     c->fd = -1;
     c->inbox.clear();
     c->replies.clear();
     fds_[static_cast<std::size_t>(fd)] = 0;
+}
+
+bool net::closed_by_client(std::uint64_t id) const {
+    return id >= 1 && id <= conns_.size() && conns_[id - 1]->fd < 0 &&
+           conns_[id - 1]->state == conn_state::open;
 }
 
 std::uint8_t net::readiness(const wait_entry& e, const connection* c) const {
