@@ -383,9 +383,13 @@ private:
     instant t0_;                     // start of the acquisition attempt (fenced: round 1)
     instant round_t0_;
     detail::timer_table<timer, static_cast<std::size_t>(timer::count_)> timers_;
-    instant validity_;       // the last hold's, still told once its timer is stopped
-    instant key_gone_at_;    // retry_wait, polling: when the holder's key can be gone
-    instant backoff_until_;  // retry_wait: no push starts a round before it
+    instant validity_;     // the last hold's, still told once its timer is stopped
+    instant key_gone_at_;  // retry_wait, polling: when the holder's key can be gone
+    // retry_wait: a waiter backing off (lock_rounds.cpp) until backoff_until_,
+    // hearing pushes from the nodes that said busy, or none.
+    enum class backoff : std::uint8_t { none, busy_nodes, deaf };
+    instant backoff_until_;
+    backoff backoff_ = backoff::none;
     // No retry round begins at or after it. Not a timer: nothing happens when it
     // passes (a round out then runs to its own end); it bounds the retries.
     instant wait_deadline_ = instant::never();
@@ -415,7 +419,7 @@ private:
     bool woken_ = false;               // the key changed while this acquire round was out
     bool polling_ = false;             // retry_wait: the retry is the told waiter's poll
     bool hint_try_ = false;            // this round: tried at once on a node's hint
-    bool split_before_ = false;        // the last round was split between contenders
+    bool collided_before_ = false;     // the last round collided with contenders (lock_rounds.cpp)
     std::uint8_t permit_ = 0;          // a semaphore: the permit this round asks for, or held
     std::int8_t hint_ = -1;            // a semaphore: a free permit a node named this round
     std::int16_t permits_found_ = -1;  // a semaphore: another limit a node holds

@@ -258,7 +258,8 @@ lock_errc lock::acquire(instant now) noexcept {
     contended_ = false;
     polling_ = false;
     hint_try_ = false;
-    split_before_ = false;
+    collided_before_ = false;
+    backoff_ = backoff::none;
     backoff_until_ = now;
     longest_busy_ttl_ms_ = -1;
     acquisition_round_ = round_ + 1;

@@ -26,9 +26,13 @@ lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
         return lock_errc::ok;
     }
     polling_ = false;
-    // Not before a backing-off waiter's delay (lock_rounds.cpp).
-    const instant at =
-        latest(pace_.next_try(now, options_.retry_min, options_.retry_max), backoff_until_);
+    // Not before a backing-off waiter's delay (lock_rounds.cpp), unless the
+    // push comes from a node that said busy and may be heard.
+    const bool heard =
+        backoff_ == backoff::none || (backoff_ == backoff::busy_nodes && node < node_count_ &&
+                                      (slots_[node].flags & slot_said_busy) != 0);
+    const instant at = latest(pace_.next_try(now, options_.retry_min, options_.retry_max),
+                              heard ? now : backoff_until_);
     if (at <= now) {
         start_acquire_round(now);
     } else if (at < timers_.get(timer::retry)) {

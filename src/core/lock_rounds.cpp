@@ -172,23 +172,28 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     // were busy) and retry at once, or when their cleanups tell them, collide
     // again on every round trip; so do a semaphore's tries on hints when its
     // permits are held crosswise. As Redlock asks, such a waiter waits its
-    // random retry delay, and no push starts a round before it ends: from the
-    // second split in a row (the first may be a release still on its way to
-    // some nodes), and after a try on a hint that did not win.
+    // random retry delay (backoff_until_), and a try on a hint that did not
+    // win is not followed by another at once (a hint from a split round is
+    // tried at once: it names another permit). A push from a node that said
+    // busy still starts the next round at once (its holder let go: the
+    // collision may have been a release still on its way to some nodes); a
+    // push from any other node (another waiter's cleanup there) does not.
+    // From the second collision in a row, no push does.
     const bool after_hint = hint_try_;
-    const bool split = busy && tally_.yes != 0;
-    const bool back_off = busy && ((split && split_before_) || after_hint);
+    const bool collided = busy && (tally_.yes != 0 || after_hint);
+    const bool deaf = collided && collided_before_;
     hint_try_ = false;
-    split_before_ = split;
+    collided_before_ = collided;
+    backoff_ = deaf ? backoff::deaf : collided ? backoff::busy_nodes : backoff::none;
     std::uint64_t backoff_us = 0;
-    if (back_off && tries_left_ > 0 &&
+    if (backoff_ != backoff::none && tries_left_ > 0 &&
         !random_between(random_, options_.retry_min.us, options_.retry_max.us, backoff_us)) {
         reason = lock_failure::random_failed;
         tries_left_ = 0;
     }
     backoff_until_ = now + duration::micros(backoff_us);
-    const instant told_at =
-        latest(pace_.next_try(now, options_.retry_min, options_.retry_max), backoff_until_);
+    const instant told_at = latest(pace_.next_try(now, options_.retry_min, options_.retry_max),
+                                   deaf ? backoff_until_ : now);
     if (tries_left_ > 0 && woken_ && told_at < wait_deadline_) {
         // The key changed meanwhile: again at once, or as soon as a noisy
         // server's pushes (told_pace.hpp) or the backoff allow.
@@ -196,7 +201,7 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
         state_ = lock_state::retry_wait;
         return;
     }
-    if (tries_left_ > 0 && busy && !back_off && options_.permits != 0 && hint_ >= 0 &&
+    if (tries_left_ > 0 && busy && !after_hint && options_.permits != 0 && hint_ >= 0 &&
         now < wait_deadline_) {
         // A semaphore's node named a free permit: the next round asks for
         // it now, rather than wait for the one asked for to be released.
