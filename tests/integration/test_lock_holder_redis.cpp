@@ -282,29 +282,37 @@ TEST_CASE("holder redis: a reentrant lock's record names the owner",
         const long long from = server_time_s(admin);
         must_acquire(a);
         const long long to = server_time_s(admin);
-        // The key is the owner's hash, one hold: as without a record.
+        // The key is the owner's hash, one hold (the owner's count and the
+        // hold's own field): as without a record.
         CHECK(admin.command({"TYPE", key_of(name)}).text == "hash");
-        CHECK(admin.command({"HLEN", key_of(name)}).integer == 1);
+        CHECK(admin.command({"HLEN", key_of(name)}).integer == 2);
         CHECK(admin.command({"HGET", key_of(name), owner}).text == "1");
+        CHECK(admin.command({"HGET", key_of(name), "#" + hex(a.token())}).text == "1");
         const std::string raw = check_record(admin, name, owner, from, to);
         CHECK(check_same_ttl(admin, name) > static_cast<long long>(ttl_ms) - 1000);
 
         busy_leaves_record(b, admin, name, raw);
-        CHECK(admin.command({"HLEN", key_of(name)}).integer == 1);
+        CHECK(admin.command({"HLEN", key_of(name)}).integer == 2);
 
         renew_keeps_record(a, admin, name, raw);
         release_deletes_record(a, admin, name);
     }
-    SECTION("no owner: the token") {
+    SECTION("no owner: the acquisition's own, not the round's token") {
         client_lock a;
         REQUIRE(a.attach(ca, name, holder_options(lock_mode::reentrant), no_watchdog()) ==
                 client_errc::ok);
         const long long from = server_time_s(admin);
         must_acquire(a);
         const long long to = server_time_s(admin);
-        const std::string token = hex(a.token());
-        CHECK(admin.command({"HGET", key_of(name), token}).text == "1");
-        const std::string raw = check_record(admin, name, token, from, to);
+        const std::string hold = "#" + hex(a.token());
+        const std::vector<reply> fields = admin.command({"HKEYS", key_of(name)}).elements;
+        REQUIRE(fields.size() == 2);
+        const std::string owner = fields[0].text == hold ? fields[1].text : fields[0].text;
+        CHECK(owner.size() == 32);
+        CHECK(owner != hex(a.token()));
+        CHECK(admin.command({"HGET", key_of(name), hold}).text == "1");
+        CHECK(admin.command({"HGET", key_of(name), owner}).text == "1");
+        const std::string raw = check_record(admin, name, owner, from, to);
         renew_keeps_record(a, admin, name, raw);
         release_deletes_record(a, admin, name);
     }

@@ -26,6 +26,7 @@ using edgelock_test::hex;
 using edgelock_test::key_of;
 using edgelock_test::redis_client;
 using edgelock_test::redis_server;
+using edgelock_test::reply;
 using edgelock_test::sleep_us;
 
 namespace {
@@ -288,6 +289,65 @@ TEST_CASE("redis: reentrant locks nest per owner", "[integration][lock]") {
 
     REQUIRE(other.acquire(port::now()) == lock_errc::ok);
     CHECK(run.until_event(other).kind == lock_event_kind::acquired);
+}
+
+// The scripts as a request that lands late finds the key: only its own
+// round's token (a reentrant one: its own hold's field) may be acted on.
+TEST_CASE("redis: a late request of an earlier round touches no later hold",
+          "[integration][lock][tokens]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    auto eval = [&](const lock_script& s, std::vector<std::string> keys,
+                    std::vector<std::string> args) {
+        std::vector<std::string> argv = {"EVAL", std::string(s.text.data, s.text.size),
+                                         std::to_string(keys.size())};
+        argv.insert(argv.end(), keys.begin(), keys.end());
+        argv.insert(argv.end(), args.begin(), args.end());
+        return admin.command(argv);
+    };
+    const std::string round1(32, 'a');
+    const std::string round2(32, 'b');
+
+    SECTION("plain: round 1's cleanup and acquire after round 2 took the key") {
+        REQUIRE(eval(script_acquire, {"job"}, {round2, "60000"}).elements.at(0).integer == 1);
+        CHECK(eval(script_release, {"job"}, {round1}).integer == 0);
+        CHECK(eval(script_renew, {"job"}, {round1, "60000"}).integer == 0);
+        const reply late = eval(script_acquire, {"job"}, {round1, "60000"});
+        CHECK(late.elements.at(0).integer == 0);  // busy: round 2's key
+        CHECK(admin.command({"GET", "job"}).text == round2);
+    }
+    SECTION("reentrant: a decrement of an expired hold after a newer hold of the owner") {
+        const std::string owner = "agent-1:task-7";
+        const std::string hold1 = "#" + round1;
+        const std::string hold2 = "#" + round2;
+        REQUIRE(eval(script_reentrant_acquire, {"job"}, {owner, "60000", hold1})
+                    .elements.at(1)
+                    .integer == 1);
+        // The same round's increment again (a retry that landed twice) counts once.
+        CHECK(eval(script_reentrant_acquire, {"job"}, {owner, "60000", hold1})
+                  .elements.at(1)
+                  .integer == 1);
+        // Round 1's hold expires; round 2 of the same owner takes the key.
+        REQUIRE(admin.command({"DEL", "job"}).integer == 1);
+        REQUIRE(eval(script_reentrant_acquire, {"job"}, {owner, "60000", hold2})
+                    .elements.at(1)
+                    .integer == 1);
+        // Round 1's release, renew and cleanup land now: nothing of theirs.
+        CHECK(eval(script_reentrant_release, {"job"}, {owner, "60000", hold1}).integer == -1);
+        CHECK(eval(script_reentrant_renew, {"job"}, {owner, "60000", hold1}).integer == 0);
+        CHECK(admin.command({"HGET", "job", owner}).text == "1");
+        CHECK(admin.command({"HEXISTS", "job", hold2}).integer == 1);
+        // Round 2's own release takes the key.
+        CHECK(eval(script_reentrant_renew, {"job"}, {owner, "60000", hold2}).integer == 1);
+        CHECK(eval(script_reentrant_release, {"job"}, {owner, "60000", hold2}).integer == 0);
+        CHECK(admin.command({"EXISTS", "job"}).integer == 0);
+        // A late increment of round 1 makes a hold its own cleanup takes back.
+        REQUIRE(eval(script_reentrant_acquire, {"job"}, {owner, "60000", hold1})
+                    .elements.at(1)
+                    .integer == 1);
+        CHECK(eval(script_reentrant_release, {"job"}, {owner, "60000", hold1}).integer == 0);
+        CHECK(admin.command({"EXISTS", "job"}).integer == 0);
+    }
 }
 
 TEST_CASE("redis: fenced tokens increase on one node, even when the counter is lost",
