@@ -161,7 +161,9 @@ struct lock_options {
     // 0 picks nodes / 2 + 1; a larger value is allowed, a smaller one is not.
     std::uint8_t quorum = 0;
     // Plain mode only: a renew that finds the key gone sets it again (redsync's
-    // SetNXOnExtend). Off: a lock that expired stays lost.
+    // SetNXOnExtend). Off: a lock that expired stays lost. A renew that lands
+    // late, after the release, then sets a key nobody holds (the hold's own
+    // token, which no later round has), left to its ttl.
     bool renew_resurrects = false;
     // Acquire rounds before giving up (1 = try once), all begun within `wait`
     // of the acquire() call (the last one may end up to its node_timeout
