@@ -81,17 +81,25 @@ const edgelock::lock_script& release_script(lock_mode mode) {
 // The one node answers "acquired" in each mode's words.
 const char* const yes = "*2\r\n:1\r\n:1\r\n";
 
+// A lock of `nodes` nodes in `mode`, retrying, its acquisition started at `now`.
+struct started {
+    counter_random rnd;
+    edgelock::lock l;
+    started(std::uint8_t nodes, instant now, const edgelock::lock_options& o) {
+        REQUIRE(l.configure("jobs", nodes, o, rnd.source()) == lock_errc::ok);
+        REQUIRE(l.acquire(now) == lock_errc::ok);
+    }
+};
+
 }  // namespace
 
 TEST_CASE("each acquire round names its own token, and its cleanup only that one",
           "[lock][tokens]") {
     const lock_mode mode = GENERATE(lock_mode::plain, lock_mode::reentrant, lock_mode::fenced);
     INFO("mode " << static_cast<int>(mode));
-    counter_random rnd;
-    edgelock::lock l;
-    REQUIRE(l.configure("jobs", 1, retrying(mode), rnd.source()) == lock_errc::ok);
     instant now{1000000};
-    REQUIRE(l.acquire(now) == lock_errc::ok);
+    started st(1, now, retrying(mode));
+    edgelock::lock& l = st.l;
 
     // Round 1: its acquire goes out, then the connection drops (the bytes
     // may still land, seconds later).
@@ -143,11 +151,9 @@ TEST_CASE("a lost hold's cleanup goes out in every mode, naming the lost round a
           "[lock][tokens]") {
     const lock_mode mode = GENERATE(lock_mode::plain, lock_mode::reentrant, lock_mode::fenced);
     INFO("mode " << static_cast<int>(mode));
-    counter_random rnd;
-    edgelock::lock l;
-    REQUIRE(l.configure("jobs", 1, retrying(mode), rnd.source()) == lock_errc::ok);
     instant now{1000000};
-    REQUIRE(l.acquire(now) == lock_errc::ok);
+    started st(1, now, retrying(mode));
+    edgelock::lock& l = st.l;
     const sent a = take(l, 0);
     reply(l, 0, a.tag, yes, now);
     REQUIRE(l.state() == lock_state::held);
@@ -175,11 +181,9 @@ TEST_CASE("a lost hold's cleanup goes out in every mode, naming the lost round a
 }
 
 TEST_CASE("a reentrant request names the owner and its own hold's field", "[lock][tokens]") {
-    counter_random rnd;
-    edgelock::lock l;
-    REQUIRE(l.configure("jobs", 1, retrying(lock_mode::reentrant), rnd.source()) == lock_errc::ok);
     const instant now{1000000};
-    REQUIRE(l.acquire(now) == lock_errc::ok);
+    started st(1, now, retrying(lock_mode::reentrant));
+    edgelock::lock& l = st.l;
     const sent a = take(l, 0);
     const std::string hold = "#" + hex(l.token());
     CHECK(words(a.bytes) == edgelock_test::evalsha(edgelock::script_reentrant_acquire, {"jobs"},
@@ -195,11 +199,9 @@ TEST_CASE("a reentrant request names the owner and its own hold's field", "[lock
 
 TEST_CASE("Redlock rounds split between contenders twice in a row wait their retry delay",
           "[lock][tokens][backoff]") {
-    counter_random rnd;
-    edgelock::lock l;
-    REQUIRE(l.configure("jobs", 3, retrying(lock_mode::plain), rnd.source()) == lock_errc::ok);
     instant now{1000000};
-    REQUIRE(l.acquire(now) == lock_errc::ok);
+    started st(3, now, retrying(lock_mode::plain));
+    edgelock::lock& l = st.l;
     // Node 0 ours, 1 and 2 another's; a push arrives while the round is out.
     auto split_round = [&] {
         for (std::uint8_t n = 0; n < 3; ++n) {
@@ -248,13 +250,11 @@ TEST_CASE("Redlock rounds split between contenders twice in a row wait their ret
 
 TEST_CASE("a semaphore's try on a hint that did not win waits its retry delay",
           "[lock][tokens][backoff]") {
-    counter_random rnd;
-    edgelock::lock l;
     edgelock::lock_options o = retrying(lock_mode::plain);
     o.permits = 2;
-    REQUIRE(l.configure("jobs", 3, o, rnd.source()) == lock_errc::ok);
     instant now{1000000};
-    REQUIRE(l.acquire(now) == lock_errc::ok);
+    started st(3, now, o);
+    edgelock::lock& l = st.l;
     // Permits held crosswise: whichever permit a round asks for, a quorum
     // has it taken, and one node names the other free.
     auto round = [&] {
