@@ -342,7 +342,7 @@ struct edgelock_lock_options {
     uint32_t wait_ms;            /* within which they all begin (10000) */
     uint32_t retry_min_ms;       /* random delay between rounds (50) */
     uint32_t retry_max_ms;       /* (200) */
-    const char* owner;           /* reentrant mode: the identity that nests (NULL: none) */
+    const char* owner;           /* reentrant mode: the identity that nests (NULL: its own) */
     unsigned min_replicas;       /* WAIT for this many replicas per request (0: off) */
     uint32_t replica_timeout_ms; /* (25) */
     const char* holder;          /* who holds it, recorded beside the lock (NULL: none) */

@@ -235,14 +235,17 @@ public:
     // goes out again from poll_transmit(node), in the same round and before
     // the same deadline, for the driver to send where the node said. Left
     // alone: a request not of the current round; a cleanup no longer out, or
-    // with a request sent behind it (which may have run). The driver drops
-    // the reply of a WAIT that followed it.
+    // one for its connection only (undo). A cleanup names its own round's
+    // key alone, so one sent again behind a newer request changes nothing of
+    // it. The driver drops the reply of a WAIT that followed it.
     lock_errc redirected(std::uint8_t node, std::uint32_t tag) noexcept;
     // The reply to a request that ran on a node found unfit after it went (a
     // check of the connection's set-up, answered before it, failed: a
     // writable replica, a database the server does not have): it counts as a
     // disconnect would, and what it took there (a key, a hold) gets a cleanup
-    // on that node, which the driver sends on the same connection.
+    // on that node, which the driver sends on the same connection. A renew's
+    // (the live hold's key) goes on that connection only: dropped if it
+    // breaks first, never redirected, and none unless the lock still holds.
     lock_errc undo(std::uint8_t node, std::uint32_t tag, const resp_node* nodes, std::size_t count,
                    instant now) noexcept;
 
@@ -417,6 +420,7 @@ private:
     bool lost_ = false;                // the current acquisition ended in lost
     bool contended_ = false;           // a round of this acquisition found the key taken
     bool woken_ = false;               // the key changed while this acquire round was out
+    bool woken_busy_ = false;          // ...told by a node after it said busy in the round
     bool polling_ = false;             // retry_wait: the retry is the told waiter's poll
     bool hint_try_ = false;            // this round: tried at once on a node's hint
     bool collided_before_ = false;     // the last round collided with contenders (lock_rounds.cpp)

@@ -70,7 +70,9 @@ void take_inspection(void* ctx, const resp_node* n, std::size_t count) {
              j < e[2]->end && j<count; j = n[j].end> j ? n[j].end : j + 1) {
             // A field '#' and a token is one hold of an owner, not an owner.
             std::string field = node_text(n[j]);
-            if (field.empty() || field[0] != '#') {
+            const bool hold = field.size() == 33 && field[0] == '#' &&
+                              field.find_first_not_of("0123456789abcdef", 1) == std::string::npos;
+            if (!hold) {
                 k.owners.push_back(std::move(field));
             }
         }

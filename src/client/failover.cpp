@@ -59,9 +59,13 @@ using namespace detail;
 namespace {
 
 // A lock that may have a key on the node's master, to delete there by its
-// token before the node leaves it.
+// token before the node leaves it. Not while a round that counts the node's
+// "yes" is open (acquiring, fencing): the round could then win on a key
+// deleted under it. Its key there is then left to the ttl, or, if the round
+// fails, to its cleanup.
 bool may_have_written(const lock& m) {
     return m.state() != lock_state::idle && m.state() != lock_state::unconfigured &&
+           m.state() != lock_state::acquiring && m.state() != lock_state::fencing &&
            m.options().mode != lock_mode::reentrant;
 }
 

@@ -12,8 +12,8 @@
 // master that cannot be reached, or is a replica now, is given up.
 // busy() says while this is due, so a program about to exit can wait
 // (settle(); the agent does). What is left: reentrant locks are left to
-// their ttl (their decrement is not safe to repeat; see
-// lock::on_disconnected); a master that cannot be reached at the switch,
+// their ttl (lock::encode_delete writes a plain compare-and-delete, which
+// a hash does not answer); a master that cannot be reached at the switch,
 // or on the trip back, cannot be cleaned; a lock acquired again before
 // the trip leaves its old key to its ttl.
 #include "client_internal.hpp"

@@ -160,7 +160,10 @@ lock_errc lock::resume(const owner_token& token, instant now) noexcept {
             return lock_errc::busy;  // an old cleanup would name the wrong token
         }
     }
-    // The base whose round_ token is `token`: the fold is its own inverse.
+    // A round of its own, so no late reply of the last acquisition counts as
+    // this hold's; the base whose round it is `token`: the fold is its own
+    // inverse.
+    ++round_;
     base_ = token;
     token_round_ = round_;
     base_ = round_token(round_);
@@ -200,7 +203,7 @@ void lock::queue_cleanup(slot& s, std::uint32_t round) noexcept {
         // their keys, if any landed, are left to the ttl.
         cleanup_base_ = base_;
     }
-    s.cleanup_round = round;
+    s.cleanup_round = round & round_mask;
     s.flags = static_cast<std::uint16_t>((s.flags | slot_cleanup) & ~slot_cleanup_resent);
 }
 
@@ -297,6 +300,7 @@ void lock::start_acquire_round(instant now) noexcept {
     busy_ttl_ms_ = -1;
     timers_.stop(timer::retry);
     woken_ = false;
+    woken_busy_ = false;
     pace_.start(now);
     --tries_left_;
     token_round_ = round_ + 1;  // the round start_round opens: its own token
@@ -360,16 +364,10 @@ lock_errc lock::release(instant now) noexcept {
     state_ = lock_state::releasing;
     released_ = 0;
     absent_ = 0;
+    // Every node: a release takes the hold's own key (a reentrant one, its
+    // own hold's field), so it is harmless where that is not, and finds it
+    // where an acquire landed unanswered.
     start_round(req::release, now);
-    if (options_.mode == lock_mode::reentrant) {
-        // One decrement per node that holds our increment; see queue_cleanup_all.
-        for (std::uint8_t i = 0; i < node_count_; ++i) {
-            slot& s = slots_[i];
-            if ((s.flags & slot_holder) == 0) {
-                count_vote(s, vote::no);
-            }
-        }
-    }
     for (std::uint8_t i = 0; i < node_count_; ++i) {
         slots_[i].flags = static_cast<std::uint16_t>(slots_[i].flags & ~slot_holder);
     }

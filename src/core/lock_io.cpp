@@ -33,6 +33,11 @@ void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noe
     // Any other round's key is nobody's: its compare-and-delete (a reentrant
     // one: its own hold's field) can touch nothing else, in any state.
     queue_cleanup(s, round);
+    if (state_ == lock_state::retry_wait && round == (token_round_ & round_mask)) {
+        // The round that just failed busy was split after all: the next
+        // collision is the second in a row (lock_rounds.cpp).
+        collided_before_ = true;
+    }
 }
 
 lock_errc lock::set_node_caps(std::uint8_t node, lock_node_caps caps) noexcept {
@@ -341,6 +346,12 @@ lock_errc lock::on_disconnected(std::uint8_t node, instant now) noexcept {
         return lock_errc::bad_node;
     }
     slot& s = slots_[node];
+    if ((s.cleanup_round & cleanup_here_only) != 0) {
+        // A cleanup of the live hold's key on a node found unfit (undo): not
+        // on whatever this node's next connection reaches.
+        s.flags = static_cast<std::uint16_t>(s.flags & ~(slot_cleanup | slot_cleanup_out));
+        s.cleanup_round &= ~cleanup_here_only;
+    }
     if ((s.flags & slot_cleanup_out) != 0) {
         // It may or may not land (a dropped connection's bytes can still
         // arrive): sent again, first on the new connection. It names its own
@@ -388,11 +399,17 @@ lock_errc lock::undo(std::uint8_t node, std::uint32_t tag, const resp_node* node
     // First as a broken connection (a reentrant decrement pending here is
     // dropped there), then the cleanup of what this request took.
     const lock_errc e = on_disconnected(node, now);
-    if (took) {
-        // An acquire took its own round's key; a renew extended the hold's.
-        queue_cleanup(slots_[node], kind_bits == static_cast<std::uint32_t>(req::renew)
-                                        ? token_round_
-                                        : tag >> tag_kind_bits);
+    const bool renew = kind_bits == static_cast<std::uint32_t>(req::renew);
+    if (took && (!renew || holding())) {
+        // An acquire took its own round's key, sent again wherever the node
+        // goes next. A renew extended the live hold's: on this connection
+        // only, since the node's next one may reach the right server, where
+        // the key is the hold's.
+        slot& s = slots_[node];
+        queue_cleanup(s, renew ? token_round_ : tag >> tag_kind_bits);
+        if (renew) {
+            s.cleanup_round |= cleanup_here_only;
+        }
     }
     return e;
 }
@@ -410,9 +427,13 @@ lock_errc lock::redirected(std::uint8_t node, std::uint32_t tag) noexcept {
     if (kind_bits == static_cast<std::uint32_t>(req::cleanup)) {
         if ((s.flags & slot_cleanup_out) != 0) {
             // Again, where the node said (it names its own round's key alone,
-            // so a request sent behind it changes nothing). A cleanup queued
-            // since goes instead.
-            s.flags = static_cast<std::uint16_t>((s.flags & ~slot_cleanup_out) | slot_cleanup);
+            // so a request sent behind it changes nothing), unless it is for
+            // the connection it went on only. A cleanup queued since goes
+            // instead.
+            s.flags = static_cast<std::uint16_t>(s.flags & ~slot_cleanup_out);
+            if ((s.cleanup_round & cleanup_here_only) == 0) {
+                s.flags = static_cast<std::uint16_t>(s.flags | slot_cleanup);
+            }
         }
         return lock_errc::ok;
     }

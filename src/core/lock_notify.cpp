@@ -22,10 +22,17 @@ lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
     }
     pace_.told(node);
     if (state_ == lock_state::acquiring) {
-        woken_ = true;  // again as soon as this round ends busy
+        // Again as soon as this round ends busy. From a node that already
+        // said busy in it, news of its holder (lock_rounds.cpp).
+        if (node < node_count_ && (slots_[node].flags & slot_said_busy) != 0) {
+            woken_busy_ = true;
+        } else {
+            woken_ = true;
+        }
         return lock_errc::ok;
     }
     polling_ = false;
+    hint_try_ = false;  // the next round is the push's, whatever it asks for
     // Not before a backing-off waiter's delay (lock_rounds.cpp), unless the
     // push comes from a node that said busy and may be heard.
     const bool heard =
@@ -74,12 +81,15 @@ lock_errc lock::on_told(std::uint8_t node, instant now) noexcept {
         return lock_errc::ok;
     }
     slots_[node].flags = static_cast<std::uint16_t>(slots_[node].flags | slot_told);
-    if (state_ == lock_state::acquiring || polling_ || woken_ || busy_ttl_ms_ < 0) {
-        return lock_errc::ok;  // the round's end reads it; or already timed so
+    if (state_ == lock_state::acquiring || polling_ || woken_ || woken_busy_ || hint_try_ ||
+        busy_ttl_ms_ < 0) {
+        // The round's end reads it; or already timed so (a hint's try: now).
+        return lock_errc::ok;
     }
     instant at;
     if (poll_at(now, busy_ttl_ms_, at) && at < wait_deadline_) {
-        timers_.set(timer::retry, at);
+        const instant backed = latest(at, backoff_until_);  // a backoff stands
+        timers_.set(timer::retry, backed < wait_deadline_ ? backed : at);
         polling_ = true;
         key_gone_at_ = now + duration::millis(static_cast<std::uint64_t>(busy_ttl_ms_));
     }

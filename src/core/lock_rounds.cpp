@@ -179,6 +179,9 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     // collision may have been a release still on its way to some nodes); a
     // push from any other node (another waiter's cleanup there) does not.
     // From the second collision in a row, no push does.
+    // Collided: a node said yes (one that says it only after the busy ones
+    // decided the round counts for the next one: lock_io.cpp, handle_late),
+    // or this was a try on a hint.
     const bool after_hint = hint_try_;
     const bool collided = busy && (tally_.yes != 0 || after_hint);
     const bool deaf = collided && collided_before_;
@@ -192,9 +195,12 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
         tries_left_ = 0;
     }
     backoff_until_ = now + duration::micros(backoff_us);
+    // A push heard during the round from a node after it said busy is news
+    // (its holder let go); any other is heard only when nothing collided.
+    const bool heard = woken_busy_ ? !deaf : woken_ && !collided;
     const instant told_at = latest(pace_.next_try(now, options_.retry_min, options_.retry_max),
-                                   deaf ? backoff_until_ : now);
-    if (tries_left_ > 0 && woken_ && told_at < wait_deadline_) {
+                                   heard ? now : backoff_until_);
+    if (tries_left_ > 0 && (woken_ || woken_busy_) && told_at < wait_deadline_) {
         // The key changed meanwhile: again at once, or as soon as a noisy
         // server's pushes (told_pace.hpp) or the backoff allow.
         timers_.set(timer::retry, told_at);
@@ -218,8 +224,11 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
         instant at;
         if (!poll_at(now, poll ? busy_ttl_ms_ : -1, at)) {
             reason = lock_failure::random_failed;
-        } else if (latest(at, backoff_until_) < wait_deadline_) {
-            timers_.set(timer::retry, latest(at, backoff_until_));
+        } else if (at < wait_deadline_) {
+            // The backoff, unless it would pass the poll's last try before
+            // the wait ends.
+            const instant backed = latest(at, backoff_until_);
+            timers_.set(timer::retry, backed < wait_deadline_ ? backed : at);
             state_ = lock_state::retry_wait;
             polling_ = poll;
             key_gone_at_ =

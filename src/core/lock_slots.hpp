@@ -40,6 +40,10 @@ constexpr std::uint32_t tag_kind_bits = 3;
 constexpr std::uint32_t tag_wait = 6;
 constexpr std::uint32_t tag_set_acquire = 7;
 constexpr std::uint32_t round_mask = 0xffffffffU >> tag_kind_bits;
+// In a slot's cleanup_round above the round: a cleanup for this connection
+// only (lock::undo of a renew, which names the live hold's key): dropped, not
+// sent again, when the connection breaks or the request is redirected.
+constexpr std::uint32_t cleanup_here_only = 0x80000000U;
 
 // Lua numbers are doubles: counters past 2^53 cannot be trusted to increase.
 constexpr std::int64_t max_fence = (std::int64_t{1} << 53) - 1;

@@ -82,7 +82,7 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     // own WAIT then come too late for the round).
     const bool eval = cleanup || (s.flags & slot_eval) != 0 || options_.min_replicas > 0;
     // A cleanup names its own round, of the acquisition it was queued for.
-    const owner_token tok = cleanup ? fold(cleanup_base_, s.cleanup_round) : token();
+    const owner_token tok = cleanup ? fold(cleanup_base_, s.cleanup_round & round_mask) : token();
 
     char fence_key[lock_key_capacity];  // or the renewal mark
     char release_mark[lock_key_capacity];

@@ -202,17 +202,18 @@ TEST_CASE("Redlock rounds split between contenders twice in a row wait their ret
     instant now{1000000};
     started st(3, now, retrying(lock_mode::plain));
     edgelock::lock& l = st.l;
-    // Node 0 ours, 1 and 2 another's; a push arrives while the round is out.
+    // Node 0 ours, 1 and 2 another's; node 1 pushes while the round is out.
     auto split_round = [&] {
         for (std::uint8_t n = 0; n < 3; ++n) {
             if (l.next_send(n) == edgelock::lock::outgoing::cleanup) {
                 take(l, n);
             }
             const sent s = take(l, n);
+            reply(l, n, s.tag, n == 0 ? yes : "*2\r\n:0\r\n:900\r\n", now);
             if (n == 1) {
+                // After node 1 said busy: news of its holder.
                 REQUIRE(l.on_key_changed(1, now) == lock_errc::ok);
             }
-            reply(l, n, s.tag, n == 0 ? yes : "*2\r\n:0\r\n:900\r\n", now);
         }
     };
     // The first split may be a release that has not reached every node yet:
