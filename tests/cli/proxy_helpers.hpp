@@ -118,13 +118,30 @@ public:
         socklen_t len = sizeof error_;
         ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error_, &len);
     }
-    ~tcp() { ::close(fd_); }
+    ~tcp() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
     tcp(const tcp&) = delete;
     tcp& operator=(const tcp&) = delete;
 
     int fd() const { return fd_; }
     // 0 when the connect succeeded, else its errno.
     int error() const { return error_; }
+
+    // Closes the socket now: with a FIN, or with a RST (SO_LINGER 0) when
+    // `abort`. Nothing may be called on it after but the destructor.
+    void close(bool abort) {
+        if (abort) {
+            linger l{};
+            l.l_onoff = 1;
+            l.l_linger = 0;
+            REQUIRE(::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l) == 0);
+        }
+        ::close(fd_);
+        fd_ = -1;
+    }
 
     void send(const std::string& bytes) {
         const double deadline = mono_s() + 5.0;

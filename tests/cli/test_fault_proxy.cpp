@@ -1,12 +1,14 @@
 // The fault proxy (tests/tools/fault_proxy.cpp) between real clients and a
 // real redis-server: pass-through, delays and their order, blackhole and its
-// healing, drop, reset, refuse, trickle, split, the status counters, the
-// control protocol's errors, its command line and its ways to exit; and the
-// library's client taking a lock through it. Its tools: proxy_helpers.hpp.
+// healing, drop, reset, refuse, trickle, split, the status counters, bytes in
+// flight delivered after their sender's side ended, the control protocol's
+// errors, its command line and its ways to exit; and the library's client
+// taking a lock through it. Its tools: proxy_helpers.hpp.
 //
 // Built with EDGELOCK_FAULT_PROXY_PATH. Every wait has a deadline; timing
 // checks are lower bounds implied by the injected delays, and upper bounds
 // many times what a run needs.
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,12 +44,17 @@ using edgelock_test::redis_server;
 using edgelock_test::redis_url;
 using edgelock_test::run_result;
 using edgelock_test::sleep_us;
+using edgelock_test::wait_fd;
 using edgelock_test::wait_for;
 using namespace edgelock_test::proxy_test;
 
 namespace {
 
 constexpr int exit_usage = 64;
+
+long long to_ll(std::size_t n) {
+    return static_cast<long long>(n);
+}
 
 }  // namespace
 
@@ -305,7 +312,8 @@ TEST_CASE("proxy: status counts connections and bytes", "[proxy]") {
     proxy_proc p(srv);
     controller ctl(p);
     CHECK(ctl("status") ==
-          "OK mode=pass delay_up=0/0 delay_down=0/0 conns=0 accepted=0 bytes_up=0 bytes_down=0");
+          "OK mode=pass delay_up=0/0 delay_down=0/0 conns=0 accepted=0 bytes_up=0 bytes_down=0 "
+          "queued_up=0 queued_down=0");
     {
         tcp c(p.port);
         ping_ok(c);  // 14 bytes up, 7 down
@@ -425,6 +433,80 @@ TEST_CASE("proxy: upstream failures and closes reach the client", "[proxy]") {
         ::shutdown(c.fd(), SHUT_WR);
         CHECK(c.read_n(7, 3.0) == "+PONG\r\n");
         CHECK(c.next(3.0) == ending::eof);
+    }
+}
+
+// Bytes a delay holds are in flight: a client that closes or resets its
+// connection, or cannot take a reply any more, does not take them back, and
+// a server that resets does not take back what it said. Each waits until the
+// proxy holds the bytes (queued_*), then ends its side, then waits for them
+// to arrive; the delays are long against the steps between, so the end comes
+// first, but the checks hold whichever comes first.
+TEST_CASE("proxy: bytes in flight are delivered after their sender's side ends", "[proxy]") {
+    SECTION("the client resets its connection: the server still gets its command") {
+        redis_server srv;
+        proxy_proc p(srv);
+        controller ctl(p);
+        redis_client admin(srv.port());
+        REQUIRE(ctl("delay up 1000") == "OK");
+        tcp c(p.port);
+        REQUIRE(c.error() == 0);
+        const std::string cmd = resp({"SET", "late", "1"});
+        c.send(cmd);
+        REQUIRE(
+            wait_for([&] { return field(ctl("status"), "queued_up") == to_ll(cmd.size()); }, 5.0));
+        c.close(true);
+        CHECK(wait_for([&] { return admin.command({"GET", "late"}).text == "1"; }, 10.0));
+        // Then the proxy lets the connection go.
+        CHECK(wait_for([&] { return field(ctl("status"), "conns") == 0; }, 5.0));
+    }
+    SECTION("a client gone before the replies: every command it sent still arrives") {
+        // Its first command's reply meets a closed socket, its second's a
+        // reset one: the third, due last, must arrive all the same.
+        redis_server srv;
+        proxy_proc p(srv);
+        controller ctl(p);
+        redis_client admin(srv.port());
+        tcp c(p.port);
+        ping_ok(c);
+        std::size_t held = 0;
+        const strings delays = {"300", "600", "1200"};
+        const std::vector<strings> cmds = {{"INCR", "n"}, {"INCR", "n"}, {"SET", "last", "1"}};
+        for (std::size_t i = 0; i < cmds.size(); ++i) {
+            REQUIRE(ctl("delay up " + delays[i]) == "OK");
+            const std::string cmd = resp(cmds[i]);
+            c.send(cmd);
+            held += cmd.size();
+            REQUIRE(
+                wait_for([&] { return field(ctl("status"), "queued_up") == to_ll(held); }, 5.0));
+        }
+        c.close(false);
+        CHECK(wait_for([&] { return admin.command({"GET", "last"}).text == "1"; }, 10.0));
+        CHECK(admin.command({"GET", "n"}).text == "2");
+        CHECK(wait_for([&] { return field(ctl("status"), "conns") == 0; }, 5.0));
+    }
+    SECTION("the server resets: the client still gets what it said before") {
+        edgelock_test::loopback_listener server;
+        REQUIRE(server.fd() >= 0);
+        proxy_proc p("127.0.0.1:" + std::to_string(server.port()));
+        controller ctl(p);
+        REQUIRE(ctl("delay down 1000") == "OK");
+        tcp c(p.port);
+        REQUIRE(c.error() == 0);
+        REQUIRE(wait_fd(server.fd(), POLLIN, mono_s() + 5.0));
+        const int up = ::accept4(server.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+        REQUIRE(up >= 0);
+        REQUIRE(::send(up, "hello", 5, MSG_NOSIGNAL) == 5);
+        REQUIRE(wait_for([&] { return field(ctl("status"), "queued_down") == 5; }, 5.0));
+        linger l{};
+        l.l_onoff = 1;
+        l.l_linger = 0;
+        REQUIRE(::setsockopt(up, SOL_SOCKET, SO_LINGER, &l, sizeof l) == 0);
+        ::close(up);
+        CHECK(c.read_n(5, 10.0) == "hello");
+        const ending e = c.next(5.0);
+        INFO(describe(e));
+        CHECK((e == ending::eof || e == ending::reset));
     }
 }
 
