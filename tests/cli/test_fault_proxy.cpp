@@ -205,6 +205,7 @@ TEST_CASE("proxy: drop closes every connection with a FIN", "[proxy]") {
     const std::string st = ctl("status");
     CHECK(mode_of(st) == "pass");
     CHECK(field(st, "conns") == 0);
+    CHECK(field(st, "ended") == 2);
     tcp c(p.port);
     ping_ok(c);
 }
@@ -239,7 +240,9 @@ TEST_CASE("proxy: refuse resets new connections, keeps the old ones", "[proxy]")
         check_cut(fresh);
     }
     ping_ok(old);
-    CHECK(field(ctl("status"), "accepted") == 4);
+    const std::string st = ctl("status");
+    CHECK(field(st, "accepted") == 4);
+    CHECK(field(st, "ended") == 3);  // the refused ones
 
     REQUIRE(ctl("pass") == "OK");
     tcp again(p.port);
@@ -312,8 +315,8 @@ TEST_CASE("proxy: status counts connections and bytes", "[proxy]") {
     proxy_proc p(srv);
     controller ctl(p);
     CHECK(ctl("status") ==
-          "OK mode=pass delay_up=0/0 delay_down=0/0 conns=0 accepted=0 bytes_up=0 bytes_down=0 "
-          "queued_up=0 queued_down=0");
+          "OK mode=pass delay_up=0/0 delay_down=0/0 conns=0 accepted=0 ended=0 bytes_up=0 "
+          "bytes_down=0 queued_up=0 queued_down=0");
     {
         tcp c(p.port);
         ping_ok(c);  // 14 bytes up, 7 down
@@ -335,6 +338,7 @@ TEST_CASE("proxy: status counts connections and bytes", "[proxy]") {
         },
         3.0));
     CHECK(field(st, "accepted") == 2);
+    CHECK(field(st, "ended") == 2);
     CHECK(field(st, "bytes_up") == 28);
     CHECK(field(st, "bytes_down") == 14);
     redis_client admin(srv.port());
@@ -459,6 +463,7 @@ TEST_CASE("proxy: bytes in flight are delivered after their sender's side ends",
         CHECK(wait_for([&] { return admin.command({"GET", "late"}).text == "1"; }, 10.0));
         // Then the proxy lets the connection go.
         CHECK(wait_for([&] { return field(ctl("status"), "conns") == 0; }, 5.0));
+        CHECK(field(ctl("status"), "ended") == 1);
     }
     SECTION("a client gone before the replies: every command it sent still arrives") {
         // Its first command's reply meets a closed socket, its second's a

@@ -33,13 +33,14 @@
 //   trickle MS            one byte per MS ms per direction per connection
 //   split                 every byte in its own send() (TCP_NODELAY is always on)
 //   status                OK mode=M delay_up=MS/JIT delay_down=MS/JIT conns=OPEN
-//                         accepted=TOTAL bytes_up=N bytes_down=N queued_up=N
-//                         queued_down=N
+//                         accepted=TOTAL ended=N bytes_up=N bytes_down=N
+//                         queued_up=N queued_down=N
 //   quit                  OK, then exit 0
 //
 // blackhole, refuse, trickle and split are modes (one at a time; pass clears
 // them and the delays); drop and reset leave the mode as it is. accepted counts
-// every connection accepted, refused ones too; bytes_* count bytes delivered,
+// every connection accepted, refused ones too; ended those closed on both
+// sides since (accepted = conns + ended); bytes_* count bytes delivered,
 // queued_* bytes read and not yet delivered (a delay's bytes in flight). Data
 // already queued keeps the schedule it was given when it was read.
 //
@@ -296,6 +297,7 @@ private:
     delay_spec delay_[2];
     unsigned long long trickle_ms_ = 0;
     unsigned long long accepted_ = 0;
+    unsigned long long ended_ = 0;
     unsigned long long bytes_[2] = {0, 0};
     std::int64_t accept_pause_until_ = 0;  // out of fds: stop accepting a moment
     bool quit_ = false;
@@ -318,6 +320,7 @@ void proxy::kill(conn& c, bool with_rst) {
     }
     c.cfd = c.ufd = -1;
     c.dead = true;
+    ++ended_;
 }
 
 // Side `side` failed (a RST, an error, a send it cannot take): it is closed and
@@ -467,6 +470,7 @@ void proxy::service(conn& c, std::int64_t now, std::int64_t& wake) {
         }
         c.cfd = c.ufd = -1;
         c.dead = true;
+        ++ended_;
     }
 }
 
@@ -485,6 +489,7 @@ void proxy::accept_clients(std::int64_t now) {
         ++accepted_;
         if (mode_ == mode::refuse || live() >= max_conns) {
             close_rst(fd);
+            ++ended_;
             continue;
         }
         set_nodelay(fd);
@@ -654,9 +659,10 @@ std::string proxy::execute(const std::string& line) {
         char s[320];
         std::snprintf(s, sizeof s,
                       "OK mode=%s delay_up=%llu/%llu delay_down=%llu/%llu conns=%zu "
-                      "accepted=%llu bytes_up=%llu bytes_down=%llu queued_up=%zu queued_down=%zu",
+                      "accepted=%llu ended=%llu bytes_up=%llu bytes_down=%llu queued_up=%zu "
+                      "queued_down=%zu",
                       mode_names[static_cast<int>(mode_)], delay_[up].ms, delay_[up].jitter,
-                      delay_[down].ms, delay_[down].jitter, live(), accepted_, bytes_[up],
+                      delay_[down].ms, delay_[down].jitter, live(), accepted_, ended_, bytes_[up],
                       bytes_[down], queued[up], queued[down]);
         return s;
     } else if (cmd == "quit") {
