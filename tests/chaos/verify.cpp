@@ -25,33 +25,11 @@
 #include <vector>
 
 #include "chaos/chaos.hpp"
+#include "chaos/verify_sections.hpp"
 
 namespace edgelock_chaos {
 
 namespace {
-
-struct section {
-    int worker = 0;
-    std::int64_t seq = 0;
-    std::uint64_t token = 0;
-    std::int64_t enter = 0;
-    std::int64_t exit = -1;  // -1: no exit record
-    std::string outcome;
-    bool paused = false;           // its worker was stopped while inside
-    std::int64_t pause_start = 0;  // when (the first such stop)
-    bool write_rejected = false;
-    std::int64_t write_at = -1;  // when its write returned; -1: none
-};
-
-struct op {
-    int worker = 0;
-    std::string kind;
-    std::int64_t seq = 0;
-    std::int64_t start = 0;
-    std::int64_t end = 0;
-    std::int64_t bound = 0;
-    std::string result;
-};
 
 struct fault {
     std::string kind;
@@ -65,42 +43,6 @@ std::string pad(const std::string& label, long long value, const char* note = ""
     std::snprintf(buf, sizeof buf, "  %-48s %8lld%s%s\n", label.c_str(), value,
                   *note != '\0' ? "   " : "", note);
     return buf;
-}
-
-// Sections whose token is not above that of a section which had ended
-// before their acquisition began (the library's acquire, or the agent run,
-// started): whatever else failed over, such a token was issued later.
-long long regressions(const std::vector<section>& sections, const std::vector<op>& ops) {
-    std::map<std::pair<int, std::int64_t>, std::int64_t> began;
-    for (const op& o : ops) {
-        if (o.kind == "acquire" || o.kind == "agent") {
-            began[std::make_pair(o.worker, o.seq)] = o.start;
-        }
-    }
-    std::vector<std::pair<std::int64_t, std::uint64_t>> ended;  // exit, token
-    for (const section& s : sections) {
-        ended.emplace_back(s.exit, s.token);
-    }
-    std::sort(ended.begin(), ended.end());
-    std::vector<std::uint64_t> highest(ended.size());  // the highest token among ended[0..i]
-    for (std::size_t i = 0; i < ended.size(); ++i) {
-        highest[i] = std::max(ended[i].second, i > 0 ? highest[i - 1] : 0);
-    }
-    long long count = 0;
-    for (const section& s : sections) {
-        const auto it = began.find(std::make_pair(s.worker, s.seq));
-        if (it == began.end()) {
-            continue;
-        }
-        const std::size_t before = static_cast<std::size_t>(
-            std::lower_bound(ended.begin(), ended.end(),
-                             std::make_pair(it->second, std::uint64_t{0})) -
-            ended.begin());
-        if (before > 0 && highest[before - 1] >= s.token) {
-            ++count;
-        }
-    }
-    return count;
 }
 
 }  // namespace
