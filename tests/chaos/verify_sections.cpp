@@ -2,6 +2,7 @@
 #include "chaos/verify_sections.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <utility>
 
@@ -40,6 +41,29 @@ long long regressions(const std::vector<section>& sections, const std::vector<op
         }
     }
     return count;
+}
+
+alive_count count_alive(const std::vector<section>& sections, long long limit,
+                        std::int64_t start_ns) {
+    std::vector<std::pair<std::int64_t, int>> edges;  // instant, 0 enter / 1 exit
+    for (const section& s : sections) {
+        edges.emplace_back(s.enter, 0);
+        edges.emplace_back(s.exit, 1);
+    }
+    std::sort(edges.begin(), edges.end());
+    alive_count out;
+    long long inside = 0;
+    for (const auto& e : edges) {
+        inside += e.second == 0 ? 1 : -1;
+        out.most = std::max(out.most, inside);
+        if (e.second == 0 && inside > limit && ++out.beyond <= 5) {
+            char buf[120];
+            std::snprintf(buf, sizeof buf, "    %lld jobs inside at %lld ms\n", inside,
+                          static_cast<long long>((e.first - start_ns) / 1000000));
+            out.examples += buf;
+        }
+    }
+    return out;
 }
 
 }  // namespace edgelock_chaos

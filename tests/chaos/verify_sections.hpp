@@ -1,6 +1,6 @@
 // The verifier's parts over a run's critical sections (verify.cpp): what it
-// reads of each section and operation, and tokens issued again after a
-// section had ended.
+// reads of each section and operation, tokens issued again after a section
+// had ended, and how many sections were inside at once.
 #pragma once
 
 #include <cstdint>
@@ -36,5 +36,18 @@ struct op {
 // before their acquisition began (the library's acquire, or the agent run,
 // started): whatever else failed over, such a token was issued later.
 long long regressions(const std::vector<section>& sections, const std::vector<op>& ops);
+
+// Sections that entered while `limit` others were inside (each counted once)
+// and the most inside at once. A section is inside over [enter, exit], ends
+// included, as in the overlap check: one entering at the instant another
+// exits is inside with it.
+struct alive_count {
+    long long beyond = 0;
+    long long most = 0;
+    std::string examples;
+};
+
+alive_count count_alive(const std::vector<section>& sections, long long limit,
+                        std::int64_t start_ns);
 
 }  // namespace edgelock_chaos
