@@ -27,7 +27,8 @@ PACKAGES := $(BUILD)/packages
 CHAOS_SECONDS ?= 600
 CHAOS_NODES ?= 5
 CHAOS_TOPOLOGY ?= standalone
-CHAOS_SMOKE_SECONDS ?= 90
+CHAOS_SMOKE_SECONDS ?= 80
+CHAOS_SMOKE_DELAY_SECONDS ?= 10
 CHAOS_SMOKE_REPLICATED_SECONDS ?= 25
 CHAOS_SMOKE_VALKEY_SECONDS ?= 20
 
@@ -105,12 +106,18 @@ chaos: host-build
 	    $(if $(filter standalone,$(CHAOS_TOPOLOGY)),--nodes $(CHAOS_NODES)) --seconds $(CHAOS_SECONDS)
 
 # The short run in make test: standalone, a third on one node and the rest on
-# five; then sentinel and cluster (the latter needs redis-cli).
+# five; link delays on a lock and on a semaphore of 2, each on one node and on
+# three (a run takes 2 s more than its seconds); then sentinel and cluster
+# (the latter needs redis-cli).
 chaos-smoke: host-build
-	@echo "== chaos: $(CHAOS_SMOKE_SECONDS)s standalone (1 node then 5 nodes), then $(CHAOS_SMOKE_REPLICATED_SECONDS)s sentinel and $(CHAOS_SMOKE_REPLICATED_SECONDS)s cluster"
+	@echo "== chaos: $(CHAOS_SMOKE_SECONDS)s standalone (1 node then 5 nodes), 4 x $(CHAOS_SMOKE_DELAY_SECONDS)s link delays, then $(CHAOS_SMOKE_REPLICATED_SECONDS)s sentinel and $(CHAOS_SMOKE_REPLICATED_SECONDS)s cluster"
 	$(HOST)/tests/edgelock_chaos --self-test
 	$(HOST)/tests/edgelock_chaos --nodes 1 --seconds $$(( $(CHAOS_SMOKE_SECONDS) / 3 ))
 	$(HOST)/tests/edgelock_chaos --nodes 5 --seconds $$(( $(CHAOS_SMOKE_SECONDS) - $(CHAOS_SMOKE_SECONDS) / 3 ))
+	$(HOST)/tests/edgelock_chaos --link-delays --nodes 1 --seconds $(CHAOS_SMOKE_DELAY_SECONDS)
+	$(HOST)/tests/edgelock_chaos --link-delays --nodes 1 --permits 2 --seconds $(CHAOS_SMOKE_DELAY_SECONDS)
+	$(HOST)/tests/edgelock_chaos --link-delays --nodes 3 --seconds $(CHAOS_SMOKE_DELAY_SECONDS)
+	$(HOST)/tests/edgelock_chaos --link-delays --nodes 3 --permits 2 --seconds $(CHAOS_SMOKE_DELAY_SECONDS)
 	$(HOST)/tests/edgelock_chaos --topology sentinel --seconds $(CHAOS_SMOKE_REPLICATED_SECONDS)
 	@if command -v redis-cli >/dev/null 2>&1; then \
 	    echo "$(HOST)/tests/edgelock_chaos --topology cluster --seconds $(CHAOS_SMOKE_REPLICATED_SECONDS)"; \

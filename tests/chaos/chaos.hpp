@@ -4,7 +4,9 @@
 // A run (tests/chaos/main.cpp) starts redis-servers in one of three
 // topologies (topology*.cpp), a fault proxy in front of each, and K worker
 // processes contending for one key; a fault scheduler breaks nodes, the
-// network and lock holders meanwhile. Every critical
+// network and lock holders meanwhile. A link-delay run (--link-delays) has
+// agents only, on a plain lock or a semaphore (--permits N), and slows the
+// links to the nodes while agents set up. Every critical
 // section is logged with its fencing token and its enter / exit instants on
 // CLOCK_MONOTONIC, which is machine-wide, so instants from different
 // processes compare. A verifier (verify.cpp) reads the logs afterwards.
@@ -40,6 +42,16 @@ constexpr std::int64_t connect_ms = 1000;     // the agent's connect timeout
 constexpr std::int64_t grace_ms = 200;        // the agent's --grace
 constexpr std::int64_t sched_slack_ms = 500;  // scheduling on a loaded machine
 constexpr const char* lock_name = "chaos";
+
+// A link-delay run's client-to-server delays: far past the agent's connect
+// allowance at this ttl (200 ms), so a set-up caught in one is given up and
+// made again while its first bytes are still on their way.
+constexpr std::int64_t link_delay_min_ms = 400;
+constexpr std::int64_t link_delay_max_ms = 800;
+// Its jobs: long enough to be running still when a caught agent's late
+// bytes land, short enough for a few acquisitions a second.
+constexpr std::int64_t link_hold_min_ms = 150;
+constexpr std::int64_t link_hold_max_ms = 700;
 
 // Deadlines an operation must meet, for the verifier.
 constexpr std::int64_t acquire_bound_ms = wait_ms + 3 * node_timeout_ms + sched_slack_ms;
@@ -109,6 +121,8 @@ struct run_facts {
     int sentinels = 0;
     int workers = 0;
     int library_workers = 0;
+    bool fenced = true;  // the agents run with --fencing, the library fenced
+    int permits = 0;     // a semaphore of this many permits; 0: a lock
     int seconds = 0;
     std::uint64_t seed = 0;
     std::int64_t start_ns = 0;
@@ -124,6 +138,8 @@ struct verdict {
     long long acquisitions = 0;
     long long overlaps = 0;
     long long paused_overlaps = 0;
+    long long beyond_permits = 0;  // sections entered with the permits all taken
+    long long most_alive = 0;      // the most sections alive at one instant
     long long stale_accepted = 0;
     long long stale_rejected = 0;
     long long rejected_unpaused = 0;
@@ -153,6 +169,8 @@ struct active_fault {
     int section = 0;  // holder_pause: the section's own process group, when not the worker's
     int step = 0;     // a fault made in steps (slot_migration): the next one
     int other = -1;   // a second node: the replica expected to take over (master_kill)
+    std::uint32_t nodes = 0;  // link_delay: the nodes whose links it slows, a bit each
+    long long accepted = 0;   // link_delay: their proxies' connections when it began
     std::int64_t start = 0;
     std::int64_t end = 0;  // when it is healed, or its next step is due
     std::string detail;
@@ -196,6 +214,7 @@ public:
 struct topology_options {
     std::string dir;                 // the run's logs
     int nodes = 5;                   // standalone: how many
+    bool link_delays = false;        // standalone: link delays are the only faults
     std::uint64_t seed = 0;          // the proxies' seeds
     int proxy_seconds = 0;           // the proxies exit by themselves after it
     std::mt19937_64* rng = nullptr;  // the scheduler's: one seed replays a run

@@ -2,6 +2,7 @@
 //
 //   edgelock_chaos [--topology standalone|sentinel|cluster] [--nodes N] [--seconds T]
 //                  [--workers K] [--seed S] [--dir D] [--keep]
+//   edgelock_chaos --link-delays [--permits P] [--nodes N] [--seconds T] ...
 //
 // Starts redis-servers in the topology asked for (topology*.cpp; standalone,
 // N of them, by default) with a fault proxy in front of each, and K worker
@@ -14,6 +15,16 @@
 // may serve the lock. The verifier (verify.cpp) prints the report; the exit
 // status is 0 only when every "must be 0" is 0.
 //
+// --link-delays (standalone): every worker runs the agent, without fencing,
+// on a lock or, with --permits P, a semaphore of P permits (by default P + 1
+// workers, 2 for a lock), holding for 150 to 700 ms; the only faults are
+// client-to-server delays of 400 to 800 ms on the links to one or more of
+// the nodes, put on as a job ends (its worker starts a new agent) and lifted
+// once a new connection's set-up is caught in them (issue 45: a set-up given
+// up on, whose bytes arrive after the agent acquired on its next
+// connection). The verdict is the jobs' own: never more of them inside at
+// once than there are permits.
+//
 //   edgelock_chaos --self-test   checks the verifier on made-up logs
 //
 // Internal modes (the same binary, exec'ed): worker, agent-worker, section.
@@ -22,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +69,10 @@ struct options {
     int nodes = 5;
     int seconds = 60;
     int workers = 8;
+    bool workers_given = false;
+    bool link_delays = false;
+    bool permits_given = false;
+    int permits = 0;
     std::uint64_t seed = 0;
     std::string dir;
     bool keep = false;
@@ -68,6 +84,11 @@ bool parse(int argc, char** argv, options& o) {
         const bool has_value = i + 1 < argc;
         if (a == "--keep") {
             o.keep = true;
+        } else if (a == "--link-delays") {
+            o.link_delays = true;
+        } else if (a == "--permits" && has_value) {
+            o.permits = std::atoi(argv[++i]);
+            o.permits_given = true;
         } else if (a == "--topology" && has_value) {
             if (!parse_topology(argv[++i], o.topology)) {
                 return false;
@@ -79,6 +100,7 @@ bool parse(int argc, char** argv, options& o) {
             o.seconds = std::atoi(argv[++i]);
         } else if (a == "--workers" && has_value) {
             o.workers = std::atoi(argv[++i]);
+            o.workers_given = true;
         } else if (a == "--seed" && has_value) {
             o.seed = std::strtoull(argv[++i], nullptr, 10);
         } else if (a == "--dir" && has_value) {
@@ -87,10 +109,21 @@ bool parse(int argc, char** argv, options& o) {
             return false;
         }
     }
+    if (o.link_delays && !o.workers_given) {
+        // One agent more than the permits: one waits whenever all are held,
+        // and a new agent often finds the lock free, as a caught one must
+        // for its late bytes to meet its own hold.
+        o.workers = std::max(o.permits, 1) + 1;
+    }
     // The replicated topologies have a fixed shape: --nodes is standalone's.
     const bool nodes_ok = o.topology == topology_kind::standalone || !o.nodes_given;
-    return nodes_ok && o.nodes >= 1 && o.nodes <= 7 && o.seconds >= 1 && o.seconds <= 86400 &&
-           o.workers >= 2 && o.workers <= 64;
+    // Link delays are standalone's; a semaphore is theirs (the library
+    // workers and the fenced storage are a lock's).
+    const bool delays_ok = !o.link_delays || o.topology == topology_kind::standalone;
+    const bool permits_ok =
+        !o.permits_given || (o.link_delays && o.permits >= 1 && o.permits <= 16);
+    return nodes_ok && delays_ok && permits_ok && o.nodes >= 1 && o.nodes <= 7 && o.seconds >= 1 &&
+           o.seconds <= 86400 && o.workers >= 2 && o.workers <= 64;
 }
 
 class chaos_run {
@@ -122,6 +155,7 @@ bool chaos_run::start_topology() {
     topology_options to;
     to.dir = o_.dir;
     to.nodes = o_.nodes;
+    to.link_delays = o_.link_delays;
     to.seed = o_.seed;
     to.proxy_seconds = o_.seconds + 300;  // the proxies stop by themselves
     to.rng = &rng_;
@@ -243,7 +277,9 @@ void chaos_run::reap(bool stopping) {
 int chaos_run::run() {
     const std::string self = edgelock_test::self_path();
     facts_.workers = o_.workers;
-    facts_.library_workers = o_.workers / 2;
+    facts_.library_workers = o_.link_delays ? 0 : o_.workers / 2;
+    facts_.fenced = !o_.link_delays;
+    facts_.permits = o_.permits;
     facts_.seconds = o_.seconds;
     facts_.seed = o_.seed;
     if (!table_.open(o_.dir, o_.workers, true)) {
@@ -267,7 +303,9 @@ int chaos_run::run() {
             "--workers", std::to_string(o_.workers),
             "--seed",    std::to_string(o_.seed * 1000 + static_cast<unsigned>(w))};
         if (!library) {
-            argv.insert(argv.end(), {"--cli", EDGELOCK_CLI_PATH, "--self", self});
+            argv.insert(argv.end(),
+                        {"--cli", EDGELOCK_CLI_PATH, "--self", self, "--fenced",
+                         facts_.fenced ? "1" : "0", "--permits", std::to_string(facts_.permits)});
         }
         const pid_t pid = edgelock_test::spawn(argv);
         if (pid < 0) {
@@ -280,6 +318,7 @@ int chaos_run::run() {
     // The fault scheduler.
     const std::int64_t end = facts_.start_ns + ms_to_ns(std::int64_t{o_.seconds} * 1000);
     std::int64_t next_fault = facts_.start_ns + ms_to_ns(uniform(200, 1000));
+    std::vector<bool> was_inside(static_cast<std::size_t>(o_.workers), false);
     while (mono_ns() < end && g_interrupted == 0) {
         const std::int64_t now = mono_ns();
         for (std::size_t i = 0; i < active_.size();) {
@@ -289,12 +328,21 @@ int chaos_run::run() {
                 ++i;
             }
         }
-        if (now >= next_fault) {
+        // A worker whose job just ended starts its next agent in a moment
+        // (its pause, 20 to 50 ms): a link delay goes on then, to catch
+        // that agent's set-up.
+        bool left = false;
+        for (int w = 0; w < o_.workers; ++w) {
+            const bool inside = table_.inside(w);
+            left = left || (was_inside[static_cast<std::size_t>(w)] && !inside);
+            was_inside[static_cast<std::size_t>(w)] = inside;
+        }
+        if (now >= next_fault && (!o_.link_delays || left)) {
             inject();
-            next_fault = now + ms_to_ns(uniform(300, 1500));
+            next_fault = now + ms_to_ns(o_.link_delays ? uniform(100, 600) : uniform(300, 1500));
         }
         reap(false);
-        sleep_ms(10);
+        sleep_ms(o_.link_delays ? 5 : 10);
     }
 
     // Wind down: heal everything (a killed node still waits out its delay),
@@ -357,7 +405,9 @@ int orchestrate(int argc, char** argv) {
                      "usage: edgelock_chaos [--topology standalone|sentinel|cluster] "
                      "[--nodes 1..7 (standalone)]\n"
                      "                      [--seconds T] [--workers 2..64] [--seed S] [--dir D] "
-                     "[--keep]\n");
+                     "[--keep]\n"
+                     "       edgelock_chaos --link-delays [--permits 1..16] [--nodes 1..7] "
+                     "[--seconds T] ...\n");
         return 64;
     }
     if (o.seed == 0) {

@@ -6,9 +6,12 @@
 // Faults touch a minority of the nodes at a time (on one node: that node):
 // kill -9 with a restart delayed past the ttl (nodes run without persistence,
 // so a restarted node has forgotten its locks), SIGSTOP / SIGCONT, proxy
-// delay, blackhole, split writes and connection resets.
+// delay, blackhole, split writes and connection resets. In a link-delay run
+// the only fault is a client-to-server delay on one node's link or more,
+// lifted once it caught an agent's set-up (chaos.hpp).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -117,7 +120,10 @@ int lock_keys_left(std::uint16_t port, const std::string& who) {
             if (pttl.type == '-') {
                 continue;  // MOVED: not this node's to serve
             }
-            const bool is_lock = k.text == edgelock_test::key_of(lock_name);
+            bool is_lock = k.text == edgelock_test::key_of(lock_name);
+            for (unsigned i = 0; i < 16 && !is_lock; ++i) {
+                is_lock = k.text == edgelock_test::permit_key_of(lock_name, i);  // a semaphore's
+            }
             const bool is_counter = k.text == edgelock_test::fence_key_of(lock_name);
             if (is_lock || (!is_counter && pttl.integer == -1)) {
                 std::fprintf(stderr, "edgelock_chaos: %s still has %s (pttl %lld)\n", who.c_str(),
@@ -246,12 +252,16 @@ public:
         static const std::vector<std::string> k = {
             "node_kill",   "node_pause",  "proxy_delay",  "proxy_blackhole", "proxy_split",
             "proxy_reset", "proxy_reset", "holder_pause", "holder_pause"};
-        return k;
+        static const std::vector<std::string> delays = {"link_delay"};
+        return o_.link_delays ? delays : k;
     }
 
     started inject(const std::string& kind, active_fault& f,
                    const std::vector<active_fault>& active) override {
         const int count = static_cast<int>(nodes_.size());
+        if (kind == "link_delay") {
+            return start_link_delay(f, active);
+        }
         const int max_faulty = count == 1 ? 1 : (count - 1) / 2;
         std::vector<int> healthy;
         int faulty = 0;
@@ -296,6 +306,9 @@ public:
     }
 
     bool advance(active_fault& f) override {
+        if (f.kind == "link_delay") {
+            return advance_link_delay(f);
+        }
         proxied_node& n = node(f.target);
         if (f.kind == "node_kill") {
             const std::uint16_t port = n.port();
@@ -323,6 +336,10 @@ public:
         if (f.kind == "node_kill") {
             sleep_until(f.end);  // a killed node still waits out its delay
         }
+        if (f.kind == "link_delay") {
+            lift_link_delay(f);
+            return;
+        }
         advance(f);
     }
 
@@ -334,6 +351,87 @@ public:
 
 private:
     proxied_node& node(int n) { return nodes_[static_cast<std::size_t>(n)]; }
+
+    // A number from a node's proxy's status line; -1 when it did not answer.
+    long long proxy_field(int n, const char* name) {
+        const std::string status = node(n).proxy->ask("status");
+        const std::string key = std::string(" ") + name + "=";
+        const std::size_t at = status.find(key);
+        return at == std::string::npos ? -1 : std::atoll(status.c_str() + at + key.size());
+    }
+
+    // The connections the slowed nodes' proxies have accepted.
+    long long accepted_on(const active_fault& f) {
+        long long sum = 0;
+        for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) {
+            sum += (f.nodes >> n & 1U) != 0 ? proxy_field(n, "accepted") : 0;
+        }
+        return sum;
+    }
+
+    // Slows what clients send to one or more nodes (a gateway's uplink slows
+    // them all), one link delay at a time; advance_link_delay() lifts it.
+    started start_link_delay(active_fault& f, const std::vector<active_fault>& active) {
+        for (const active_fault& a : active) {
+            if (a.kind == "link_delay") {
+                return started::none;
+            }
+        }
+        const int count = static_cast<int>(nodes_.size());
+        const int slowed = static_cast<int>(uniform(rng_, 1, count));
+        std::vector<int> order;
+        for (int n = 0; n < count; ++n) {
+            order.push_back(n);
+        }
+        std::shuffle(order.begin(), order.end(), rng_);
+        f.nodes = 0;
+        for (int i = 0; i < slowed; ++i) {
+            f.nodes |= 1U << order[static_cast<std::size_t>(i)];
+        }
+        f.target = order[0];
+        f.accepted = accepted_on(f);
+        const std::int64_t ms = uniform(rng_, link_delay_min_ms, link_delay_max_ms);
+        for (int n = 0; n < count; ++n) {
+            if ((f.nodes >> n & 1U) != 0 &&
+                !node(n).proxy->command("delay up " + std::to_string(ms))) {
+                ++harness_errors;
+            }
+        }
+        f.start = mono_ns();
+        f.end = f.start + ms_to_ns(10);
+        f.detail = "delay_up_ms=" + std::to_string(ms) + ",nodes=" + std::to_string(slowed);
+        return started::active;
+    }
+
+    // Step 0: waiting for a set-up to be caught: a connection accepted since
+    // the delay began, with bytes held. Then lifted after up to 150 ms more
+    // (a reconnect may be caught too), or after 500 ms if no agent set up.
+    bool advance_link_delay(active_fault& f) {
+        const std::int64_t now = mono_ns();
+        if (f.step == 0 && now - f.start < ms_to_ns(500)) {
+            bool held = false;
+            for (int n = 0; n < static_cast<int>(nodes_.size()) && !held; ++n) {
+                held = (f.nodes >> n & 1U) != 0 && proxy_field(n, "queued_up") > 0;
+            }
+            if (!held || accepted_on(f) <= f.accepted) {
+                f.end = now + ms_to_ns(10);
+                return false;
+            }
+            f.step = 1;
+            f.end = now + ms_to_ns(uniform(rng_, 0, 150));
+            return false;
+        }
+        lift_link_delay(f);
+        return true;
+    }
+
+    void lift_link_delay(active_fault& f) {
+        for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) {
+            if ((f.nodes >> n & 1U) != 0 && !node(n).proxy->command("delay up 0")) {
+                ++harness_errors;
+            }
+        }
+    }
 
     topology_options o_;
     std::mt19937_64& rng_;

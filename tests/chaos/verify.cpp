@@ -15,6 +15,10 @@
 // the token of every section that had ended before its acquisition began
 // (counters never fall below the server's clock, so a failover that lost
 // increments still hands out larger tokens).
+//
+// A link-delay run (unfenced, a lock or a semaphore of P permits) is judged
+// on the jobs' own enter and exit records: never more of them inside at once
+// than the permits (one for a lock).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -25,33 +29,11 @@
 #include <vector>
 
 #include "chaos/chaos.hpp"
+#include "chaos/verify_sections.hpp"
 
 namespace edgelock_chaos {
 
 namespace {
-
-struct section {
-    int worker = 0;
-    std::int64_t seq = 0;
-    std::uint64_t token = 0;
-    std::int64_t enter = 0;
-    std::int64_t exit = -1;  // -1: no exit record
-    std::string outcome;
-    bool paused = false;           // its worker was stopped while inside
-    std::int64_t pause_start = 0;  // when (the first such stop)
-    bool write_rejected = false;
-    std::int64_t write_at = -1;  // when its write returned; -1: none
-};
-
-struct op {
-    int worker = 0;
-    std::string kind;
-    std::int64_t seq = 0;
-    std::int64_t start = 0;
-    std::int64_t end = 0;
-    std::int64_t bound = 0;
-    std::string result;
-};
 
 struct fault {
     std::string kind;
@@ -65,42 +47,6 @@ std::string pad(const std::string& label, long long value, const char* note = ""
     std::snprintf(buf, sizeof buf, "  %-48s %8lld%s%s\n", label.c_str(), value,
                   *note != '\0' ? "   " : "", note);
     return buf;
-}
-
-// Sections whose token is not above that of a section which had ended
-// before their acquisition began (the library's acquire, or the agent run,
-// started): whatever else failed over, such a token was issued later.
-long long regressions(const std::vector<section>& sections, const std::vector<op>& ops) {
-    std::map<std::pair<int, std::int64_t>, std::int64_t> began;
-    for (const op& o : ops) {
-        if (o.kind == "acquire" || o.kind == "agent") {
-            began[std::make_pair(o.worker, o.seq)] = o.start;
-        }
-    }
-    std::vector<std::pair<std::int64_t, std::uint64_t>> ended;  // exit, token
-    for (const section& s : sections) {
-        ended.emplace_back(s.exit, s.token);
-    }
-    std::sort(ended.begin(), ended.end());
-    std::vector<std::uint64_t> highest(ended.size());  // the highest token among ended[0..i]
-    for (std::size_t i = 0; i < ended.size(); ++i) {
-        highest[i] = std::max(ended[i].second, i > 0 ? highest[i - 1] : 0);
-    }
-    long long count = 0;
-    for (const section& s : sections) {
-        const auto it = began.find(std::make_pair(s.worker, s.seq));
-        if (it == began.end()) {
-            continue;
-        }
-        const std::size_t before = static_cast<std::size_t>(
-            std::lower_bound(ended.begin(), ended.end(),
-                             std::make_pair(it->second, std::uint64_t{0})) -
-            ended.begin());
-        if (before > 0 && highest[before - 1] >= s.token) {
-            ++count;
-        }
-    }
-    return count;
 }
 
 }  // namespace
@@ -266,6 +212,8 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
         }
     }
     const long long token_regressions = regressions(sections, ops);
+    const long long limit = facts.permits > 0 ? facts.permits : 1;
+    const alive_count alive = count_alive(sections, limit, facts.start_ns);
 
     // The storage: an accepted token below one accepted before is stale.
     long long accepted = 0;
@@ -393,12 +341,18 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
     } else {
         std::snprintf(shape, sizeof shape, "%d node%s", facts.nodes, facts.nodes == 1 ? "" : "s");
     }
-    std::snprintf(head, sizeof head,
-                  "edgelock chaos report: %s, %d workers (%d library, %d agent), %.0f s, "
-                  "seed %llu, ttl %lld ms, fenced\n",
-                  shape, facts.workers, facts.library_workers,
-                  facts.workers - facts.library_workers, seconds,
-                  static_cast<unsigned long long>(facts.seed), static_cast<long long>(ttl_ms));
+    std::string kind = "fenced";
+    if (!facts.fenced) {
+        kind = facts.permits > 0 ? "semaphore of " + std::to_string(facts.permits) + " permits"
+                                 : std::string("plain lock");
+        kind += ", link delays";
+    }
+    std::snprintf(
+        head, sizeof head,
+        "edgelock chaos report: %s, %d workers (%d library, %d agent), %.0f s, "
+        "seed %llu, ttl %lld ms, %s\n",
+        shape, facts.workers, facts.library_workers, facts.workers - facts.library_workers, seconds,
+        static_cast<unsigned long long>(facts.seed), static_cast<long long>(ttl_ms), kind.c_str());
     r += head;
     r += pad("acquisitions (critical sections)", acquisitions);
     r += pad("  by library workers", library_sections);
@@ -420,6 +374,11 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
         r += pad("stale writes accepted by the storage", stale_accepted, "must be 0");
         r += pad("  stale writes rejected by the storage", stale_rejected, "fencing at work");
         r += pad("tokens not above an ended section's", token_regressions, "must be 0");
+    } else if (!facts.fenced) {
+        r += pad("jobs entered beyond the " + std::to_string(limit) + " allowed inside",
+                 alive.beyond, "must be 0");
+        r += alive.examples;
+        r += pad("  most jobs inside at once", alive.most);
     } else {
         r += pad("overlapping critical sections", overlaps, "must be 0");
         r += overlap_examples;
@@ -452,9 +411,10 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
         r += pad("  " + o.first, o.second);
     }
 
-    const bool fencing_ok = replicated ? stale_accepted == 0 && token_regressions == 0
-                                       : overlaps == 0 && stale_accepted == 0 &&
-                                             rejected_unpaused == 0 && out_of_order == 0;
+    const bool fencing_ok = replicated      ? stale_accepted == 0 && token_regressions == 0
+                            : !facts.fenced ? alive.beyond == 0
+                                            : overlaps == 0 && stale_accepted == 0 &&
+                                                  rejected_unpaused == 0 && out_of_order == 0;
     bool ok = fencing_ok && facts.locks_left == 0 && late_ops == 0 && agent_bad_status == 0 &&
               facts.workers_crashed == 0 && facts.workers_not_stopped == 0 && open_sections == 0 &&
               malformed == 0 && facts.harness_errors == 0;
@@ -468,6 +428,8 @@ bool verify(const std::string& dir, const run_facts& facts, std::string& report,
         counts->acquisitions = acquisitions;
         counts->overlaps = overlaps;
         counts->paused_overlaps = paused_overlaps;
+        counts->beyond_permits = alive.beyond;
+        counts->most_alive = alive.most;
         counts->stale_accepted = stale_accepted;
         counts->stale_rejected = stale_rejected;
         counts->rejected_unpaused = rejected_unpaused;

@@ -3,6 +3,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "chaos/chaos.hpp"
 #include "tools/files.hpp"
@@ -11,14 +12,23 @@ namespace edgelock_chaos {
 
 namespace {
 
-// One made-up run: worker-0.log and worker-1.log, storage.log, faults.log.
+// One made-up run: worker-0.log and worker-1.log, storage.log, faults.log,
+// and worker-2.log when given.
 struct fake_run {
-    std::string w0, w1, storage, faults;
+    fake_run(std::string a, std::string b, std::string s, std::string f, std::string c = "")
+        : w0(std::move(a)),
+          w1(std::move(b)),
+          storage(std::move(s)),
+          faults(std::move(f)),
+          w2(std::move(c)) {}
+    std::string w0, w1, storage, faults, w2;
 };
 
+// permits: -1 judges a fenced run; 0 or more an unfenced link-delay run on a
+// lock (0) or a semaphore.
 bool judge(const fake_run& run, bool want_ok, long long verdict::*field, long long want,
            const char* what, std::string& failure,
-           topology_kind topology = topology_kind::standalone) {
+           topology_kind topology = topology_kind::standalone, int permits = -1) {
     std::unique_ptr<edgelock_test::temp_dir> made;
     try {
         made = std::make_unique<edgelock_test::temp_dir>("edgelock-chaos-self");
@@ -31,11 +41,16 @@ bool judge(const fake_run& run, bool want_ok, long long verdict::*field, long lo
     edgelock_test::write_file(dir + "/worker-1.log", run.w1);
     edgelock_test::write_file(dir + "/storage.log", run.storage);
     edgelock_test::write_file(dir + "/faults.log", run.faults);
+    if (!run.w2.empty()) {
+        edgelock_test::write_file(dir + "/worker-2.log", run.w2);
+    }
     run_facts facts;
     facts.topology = topology;
     facts.nodes = 1;
-    facts.workers = 2;
-    facts.library_workers = 2;
+    facts.workers = run.w2.empty() ? 2 : 3;
+    facts.library_workers = permits < 0 ? 2 : 0;
+    facts.fenced = permits < 0;
+    facts.permits = permits < 0 ? 0 : permits;
     facts.start_ns = 0;
     facts.end_ns = 10000000000;
     std::string report;
@@ -104,6 +119,36 @@ bool replicated_rules(const std::string& a, const std::string& b, const std::str
            judge(regressed, false, &verdict::out_of_order, 1, "a token issued again", failure);
 }
 
+// The link-delay rules (unfenced, every token 0): never more jobs inside at
+// once than the permits, one for a lock; tokens and the storage say nothing.
+bool link_delay_rules(std::string& failure) {
+    // Jobs of workers 0, 1 and 2 inside over [1 s, 2 s], [1.5 s, 3 s], [1.8 s, 4 s].
+    const std::string a = "enter 1 0 1000000000\nexit 1 0 2000000000 done\n";
+    const std::string b = "enter 1 0 1500000000\nexit 1 0 3000000000 done\n";
+    const std::string c = "enter 1 0 1800000000\nexit 1 0 4000000000 terminated\n";
+    // One after another: the same token (0) twice is no repeated token here.
+    const fake_run turns{a, "enter 1 0 2500000000\nexit 1 0 3000000000 done\n", "", ""};
+    const fake_run two{a, b, "", ""};
+    const fake_run three{a, b, "", "", c};
+    // Entering at the instant another exits is inside with it.
+    const fake_run touching{a, "enter 1 0 2000000000\nexit 1 0 3000000000 done\n", "", ""};
+    // An agent's job killed before its exit record: inside until its agent ended.
+    const fake_run killed{"op agent 1 900000000 2600000000 0 signal:9\nenter 1 0 1000000000\n",
+                          "enter 1 0 2500000000\nexit 1 0 3000000000 done\n", "", ""};
+    const topology_kind t = topology_kind::standalone;
+    return judge(turns, true, &verdict::beyond_permits, 0, "a lock taken in turns", failure, t,
+                 0) &&
+           judge(turns, true, &verdict::most_alive, 1, "a lock taken in turns", failure, t, 0) &&
+           judge(two, false, &verdict::beyond_permits, 1, "two jobs under a lock", failure, t, 0) &&
+           judge(touching, false, &verdict::beyond_permits, 1, "jobs that touch", failure, t, 0) &&
+           judge(killed, false, &verdict::beyond_permits, 1, "a killed job's agent", failure, t,
+                 0) &&
+           judge(two, true, &verdict::most_alive, 2, "two jobs, two permits", failure, t, 2) &&
+           judge(three, false, &verdict::beyond_permits, 1, "three jobs, two permits", failure, t,
+                 2) &&
+           judge(three, true, &verdict::most_alive, 3, "three jobs, three permits", failure, t, 3);
+}
+
 }  // namespace
 
 bool verify_self_test(std::string& failure) {
@@ -153,7 +198,7 @@ bool verify_self_test(std::string& failure) {
            judge(truncated, false, &verdict::malformed, 1, "a truncated line", failure) &&
            judge(rejected, false, &verdict::rejected_unpaused, 1, "a stale write, not paused",
                  failure) &&
-           replicated_rules(a, b, storage, failure);
+           replicated_rules(a, b, storage, failure) && link_delay_rules(failure);
 }
 
 }  // namespace edgelock_chaos

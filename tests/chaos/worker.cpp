@@ -4,12 +4,16 @@
 //                    mode, with the watchdog; loops acquire / section / release.
 //   agent worker   - loops `edgelock run --fencing KEY -- edgelock_chaos section`,
 //                    so the agent's renewals and its SIGTERM on a lost lock are
-//                    under test too.
-//   section        - the command the agent runs: one critical section.
+//                    under test too; in a link-delay run without --fencing, and
+//                    with --permits P for a semaphore.
+//   section        - the command the agent runs: one critical section. Without
+//                    fencing it has no token (0 in its records) and writes
+//                    nothing to the storage.
 //
 // A section lasts a few milliseconds mostly, sometimes close to or beyond the
 // ttl (so the watchdog renews under faults), and writes its token to the
-// fenced storage at a random point inside.
+// fenced storage at a random point inside. In a link-delay run it lasts 150
+// to 700 ms and writes nothing.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/types.h>
@@ -73,6 +77,10 @@ std::int64_t pick_hold_ms(std::mt19937_64& rng) {
         return std::uniform_int_distribution<std::int64_t>(1, 20)(rng);
     }
     return std::uniform_int_distribution<std::int64_t>(ttl_ms * 3 / 10, ttl_ms * 3 / 2)(rng);
+}
+
+std::int64_t uniform_ms(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
 }
 
 std::string n(std::int64_t v) {
@@ -229,28 +237,29 @@ int agent_worker_main(int argc, char** argv) {
     const std::string workers = arg(a, "--workers");
     const std::string cli = arg(a, "--cli");
     const std::string self = arg(a, "--self");
+    const std::string fenced = arg(a, "--fenced");
+    const std::string permits = arg(a, "--permits");
     std::mt19937_64 rng(std::strtoull(arg(a, "--seed").c_str(), nullptr, 10));
     catch_stop();
     const worker_log log{dir + "/worker-" + std::to_string(id) + ".log"};
     const std::string err_path = dir + "/agent-" + std::to_string(id) + ".err";
 
     for (std::int64_t seq = 1; g_stop == 0; ++seq) {
-        const std::int64_t hold = pick_hold_ms(rng);
+        const std::int64_t hold =
+            fenced == "1" ? pick_hold_ms(rng) : uniform_ms(rng, link_hold_min_ms, link_hold_max_ms);
         const std::int64_t write_at = std::uniform_int_distribution<std::int64_t>(0, hold - 1)(rng);
-        std::vector<std::string> args = {cli,          "run",
-                                         "--fencing",  "-q",
-                                         "-N",         urls,
-                                         "--ttl",      n(ttl_ms) + "ms",
-                                         "-w",         n(wait_ms) + "ms",
-                                         "--grace",    n(grace_ms) + "ms",
-                                         lock_name,    "--",
-                                         self,         "section",
-                                         "--id",       std::to_string(id),
-                                         "--seq",      n(seq),
-                                         "--dir",      dir,
-                                         "--workers",  workers,
-                                         "--hold",     n(hold),
-                                         "--write-at", n(write_at)};
+        std::vector<std::string> args = {cli, "run", "-q", "-N", urls};
+        args.insert(args.end(), {"--ttl", n(ttl_ms) + "ms", "-w", n(wait_ms) + "ms", "--grace",
+                                 n(grace_ms) + "ms"});
+        if (fenced == "1") {
+            args.push_back("--fencing");
+        }
+        if (permits != "0") {
+            args.insert(args.end(), {"--permits", permits});
+        }
+        args.insert(args.end(), {lock_name, "--", self, "section", "--id", std::to_string(id),
+                                 "--seq", n(seq), "--dir", dir, "--workers", workers, "--hold",
+                                 n(hold), "--write-at", n(write_at), "--fenced", fenced});
         // Same process group as this worker: a paused holder is the whole group.
         edgelock_test::spawn_options so;
         so.own_group = false;
@@ -270,7 +279,9 @@ int agent_worker_main(int argc, char** argv) {
         const std::string result =
             WIFEXITED(status) ? "exit:" + n(WEXITSTATUS(status)) : "signal:" + n(WTERMSIG(status));
         log.op("agent", seq, t0, t1, 0, result);
-        sleep_ms(std::uniform_int_distribution<std::int64_t>(0, 30)(rng));
+        // In a link-delay run the pause is long enough for the scheduler to
+        // see the job's end and slow the link before the next set-up.
+        sleep_ms(fenced == "1" ? uniform_ms(rng, 0, 30) : uniform_ms(rng, 20, 50));
     }
     return 0;
 }
@@ -283,14 +294,15 @@ int section_main(int argc, char** argv) {
     const int workers = std::atoi(arg(a, "--workers").c_str());
     const std::int64_t hold = ms_to_ns(std::atoll(arg(a, "--hold").c_str()));
     const std::int64_t write_after = ms_to_ns(std::atoll(arg(a, "--write-at").c_str()));
+    const bool fenced = arg(a, "--fenced") == "1";
     catch_stop();  // the agent's SIGTERM when the lock is being lost
     const worker_log log{dir + "/worker-" + std::to_string(id) + ".log"};
     const char* fence = std::getenv("EDGELOCK_FENCING_TOKEN");
-    if (fence == nullptr || *fence == '\0') {
+    if (fenced && (fence == nullptr || *fence == '\0')) {
         std::fprintf(stderr, "edgelock_chaos: section without EDGELOCK_FENCING_TOKEN\n");
         return 70;
     }
-    const std::uint64_t token = std::strtoull(fence, nullptr, 10);
+    const std::uint64_t token = fenced ? std::strtoull(fence, nullptr, 10) : 0;
     holders table;
     table.open(dir, workers, false);
 
@@ -305,7 +317,7 @@ int section_main(int argc, char** argv) {
             break;
         }
         const std::int64_t now = mono_ns();
-        if (!wrote && now >= enter + write_after) {
+        if (fenced && !wrote && now >= enter + write_after) {
             log.write(seq, token, storage_write(dir, token, id));
             wrote = true;
             continue;

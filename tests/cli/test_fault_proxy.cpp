@@ -1,15 +1,13 @@
 // The fault proxy (tests/tools/fault_proxy.cpp) between real clients and a
 // real redis-server: pass-through, delays and their order, blackhole and its
-// healing, drop, reset, refuse, trickle, split, the status counters, the
-// control protocol's errors, its command line and its ways to exit; and the
-// library's client taking a lock through it.
+// healing, drop, reset, refuse, trickle, split, the status counters, bytes in
+// flight delivered after their sender's side ended, the control protocol's
+// errors, its command line and its ways to exit; and the library's client
+// taking a lock through it. Its tools: proxy_helpers.hpp.
 //
 // Built with EDGELOCK_FAULT_PROXY_PATH. Every wait has a deadline; timing
 // checks are lower bounds implied by the injected delays, and upper bounds
 // many times what a run needs.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -19,12 +17,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "cli/cli_helpers.hpp"
+#include "cli/proxy_helpers.hpp"
 #include "edgelock/client.hpp"
 #include "edgelock/port.hpp"
 #include "integration/redis_server.hpp"
@@ -34,10 +32,6 @@
 #include "tools/net.hpp"
 #include "tools/proc.hpp"
 #include "tools/url.hpp"
-
-#ifndef EDGELOCK_FAULT_PROXY_PATH
-#error "build with -DEDGELOCK_FAULT_PROXY_PATH=\"/path/to/fault_proxy\""
-#endif
 
 using edgelock_test::alive;
 using edgelock_test::free_port;
@@ -52,234 +46,14 @@ using edgelock_test::run_result;
 using edgelock_test::sleep_us;
 using edgelock_test::wait_fd;
 using edgelock_test::wait_for;
+using namespace edgelock_test::proxy_test;
 
 namespace {
 
-using strings = std::vector<std::string>;
-
 constexpr int exit_usage = 64;
 
-strings proxy_args(const std::string& target, const strings& extra) {
-    strings a = {EDGELOCK_FAULT_PROXY_PATH, "--target", target, "--max-seconds", "60"};
-    a.insert(a.end(), extra.begin(), extra.end());  // a later option wins
-    return a;
-}
-
-// The proxy in front of a target; its ports read from its first line. The
-// process helper kills it at the end of the test.
-struct proxy_proc {
-    process proc;
-    std::uint16_t port = 0;
-    std::uint16_t control = 0;
-
-    explicit proxy_proc(const std::string& target, const strings& extra = {})
-        : proc(proxy_args(target, extra), {}) {
-        const std::string line = proc.read_line(5.0);
-        INFO("first line: '" << line << "'");
-        unsigned a = 0;
-        unsigned b = 0;
-        char tail = 0;
-        REQUIRE(std::sscanf(line.c_str(), "%u %u%c", &a, &b, &tail) == 2);
-        REQUIRE(a > 0);
-        REQUIRE(a < 65536);
-        REQUIRE(b > 0);
-        REQUIRE(b < 65536);
-        REQUIRE(a != b);
-        port = static_cast<std::uint16_t>(a);
-        control = static_cast<std::uint16_t>(b);
-    }
-    explicit proxy_proc(const redis_server& srv, const strings& extra = {})
-        : proxy_proc("127.0.0.1:" + std::to_string(srv.port()), extra) {}
-};
-
-std::string resp(const strings& args) {
-    std::string s = "*" + std::to_string(args.size()) + "\r\n";
-    for (const std::string& a : args) {
-        s += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
-    }
-    return s;
-}
-
-enum class ending { data, eof, reset, timeout };
-
-const char* describe(ending e) {
-    switch (e) {
-    case ending::data:
-        return "data";
-    case ending::eof:
-        return "eof";
-    case ending::reset:
-        return "reset";
-    case ending::timeout:
-        return "timeout";
-    }
-    return "?";
-}
-
-// A raw non-blocking loopback TCP client: every call has a deadline.
-class tcp {
-public:
-    explicit tcp(std::uint16_t port) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        REQUIRE(fd_ >= 0);
-        const int one = 1;
-        ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-            return;
-        }
-        if (errno != EINPROGRESS) {
-            error_ = errno;
-            return;
-        }
-        if (!wait(POLLOUT, mono_s() + 3.0)) {
-            error_ = ETIMEDOUT;
-            return;
-        }
-        socklen_t len = sizeof error_;
-        ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error_, &len);
-    }
-    ~tcp() { ::close(fd_); }
-    tcp(const tcp&) = delete;
-    tcp& operator=(const tcp&) = delete;
-
-    int fd() const { return fd_; }
-    // 0 when the connect succeeded, else its errno.
-    int error() const { return error_; }
-
-    void send(const std::string& bytes) {
-        const double deadline = mono_s() + 5.0;
-        std::size_t off = 0;
-        while (off < bytes.size()) {
-            const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-            if (n > 0) {
-                off += static_cast<std::size_t>(n);
-                continue;
-            }
-            REQUIRE((n < 0 && (errno == EAGAIN || errno == EINTR)));
-            REQUIRE(wait(POLLOUT, deadline));
-        }
-    }
-
-    // The next n bytes, or fewer when the deadline, an EOF or an error comes first.
-    std::string read_n(std::size_t n, double timeout_s) {
-        const double deadline = mono_s() + timeout_s;
-        while (buf_.size() < n && fill(deadline) == ending::data) {
-        }
-        return take(std::min(n, buf_.size()));
-    }
-
-    // The next line without its newline, or "" when none came in time.
-    std::string read_line(double timeout_s) {
-        const double deadline = mono_s() + timeout_s;
-        while (buf_.find('\n') == std::string::npos && fill(deadline) == ending::data) {
-        }
-        const std::size_t nl = buf_.find('\n');
-        return nl == std::string::npos ? std::string() : take(nl + 1).substr(0, nl);
-    }
-
-    // What comes next: data, an EOF, an error (reset), or nothing in time.
-    ending next(double timeout_s) {
-        return buf_.empty() ? fill(mono_s() + timeout_s) : ending::data;
-    }
-
-private:
-    bool wait(short events, double deadline) { return wait_fd(fd_, events, deadline); }
-
-    ending fill(double deadline) {
-        for (;;) {
-            char tmp[65536];
-            const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
-            if (n > 0) {
-                buf_.append(tmp, static_cast<std::size_t>(n));
-                return ending::data;
-            }
-            if (n == 0) {
-                return ending::eof;
-            }
-            if (errno != EAGAIN && errno != EINTR) {
-                return ending::reset;
-            }
-            if (!wait(POLLIN, deadline)) {
-                return ending::timeout;
-            }
-        }
-    }
-
-    std::string take(std::size_t n) {
-        std::string s = buf_.substr(0, n);
-        buf_.erase(0, n);
-        return s;
-    }
-
-    int fd_ = -1;
-    int error_ = 0;
-    std::string buf_;
-};
-
-// A control connection: one command out, its one-line answer back.
-class controller {
-public:
-    explicit controller(const proxy_proc& p) : t_(p.control) { REQUIRE(t_.error() == 0); }
-    std::string operator()(const std::string& line) {
-        t_.send(line + "\n");
-        return t_.read_line(3.0);
-    }
-    tcp& socket() { return t_; }
-
-private:
-    tcp t_;
-};
-
-// A number from a status line ("conns=3" -> 3); -1 when absent.
-long long field(const std::string& status, const std::string& name) {
-    const std::string key = " " + name + "=";
-    const std::size_t at = status.find(key);
-    return at == std::string::npos ? -1 : std::atoll(status.c_str() + at + key.size());
-}
-
-std::string mode_of(const std::string& status) {
-    const std::size_t at = status.find(" mode=");
-    return at == std::string::npos ? std::string()
-                                   : status.substr(at + 6, status.find(' ', at + 6) - at - 6);
-}
-
-// A client connected through the proxy, checked to work.
-void ping_ok(tcp& c) {
-    REQUIRE(c.error() == 0);
-    c.send(resp({"PING"}));
-    REQUIRE(c.read_n(7, 5.0) == "+PONG\r\n");
-}
-
-// A connection the proxy resets (or closes) at once: the reset may already
-// have failed the connect, or comes with the next read.
-void check_cut(tcp& c) {
-    if (c.error() != 0) {
-        CHECK(c.error() == ECONNRESET);
-        return;
-    }
-    c.send(resp({"PING"}));  // may fail quietly (MSG_NOSIGNAL): the read tells
-    const ending e = c.next(3.0);
-    INFO(describe(e));
-    CHECK((e == ending::reset || e == ending::eof));
-}
-
-// Seconds a PING takes to go and come back on c.
-double ping_seconds(tcp& c) {
-    const double t0 = mono_s();
-    ping_ok(c);
-    return mono_s() - t0;
-}
-
-std::string incr_replies(int from, int to) {
-    std::string s;
-    for (int i = from; i <= to; ++i) {
-        s += ":" + std::to_string(i) + "\r\n";
-    }
-    return s;
+long long to_ll(std::size_t n) {
+    return static_cast<long long>(n);
 }
 
 }  // namespace
@@ -431,6 +205,7 @@ TEST_CASE("proxy: drop closes every connection with a FIN", "[proxy]") {
     const std::string st = ctl("status");
     CHECK(mode_of(st) == "pass");
     CHECK(field(st, "conns") == 0);
+    CHECK(field(st, "ended") == 2);
     tcp c(p.port);
     ping_ok(c);
 }
@@ -465,7 +240,9 @@ TEST_CASE("proxy: refuse resets new connections, keeps the old ones", "[proxy]")
         check_cut(fresh);
     }
     ping_ok(old);
-    CHECK(field(ctl("status"), "accepted") == 4);
+    const std::string st = ctl("status");
+    CHECK(field(st, "accepted") == 4);
+    CHECK(field(st, "ended") == 3);  // the refused ones
 
     REQUIRE(ctl("pass") == "OK");
     tcp again(p.port);
@@ -538,7 +315,8 @@ TEST_CASE("proxy: status counts connections and bytes", "[proxy]") {
     proxy_proc p(srv);
     controller ctl(p);
     CHECK(ctl("status") ==
-          "OK mode=pass delay_up=0/0 delay_down=0/0 conns=0 accepted=0 bytes_up=0 bytes_down=0");
+          "OK mode=pass delay_up=0/0 delay_down=0/0 conns=0 accepted=0 ended=0 bytes_up=0 "
+          "bytes_down=0 queued_up=0 queued_down=0");
     {
         tcp c(p.port);
         ping_ok(c);  // 14 bytes up, 7 down
@@ -560,6 +338,7 @@ TEST_CASE("proxy: status counts connections and bytes", "[proxy]") {
         },
         3.0));
     CHECK(field(st, "accepted") == 2);
+    CHECK(field(st, "ended") == 2);
     CHECK(field(st, "bytes_up") == 28);
     CHECK(field(st, "bytes_down") == 14);
     redis_client admin(srv.port());
@@ -658,6 +437,81 @@ TEST_CASE("proxy: upstream failures and closes reach the client", "[proxy]") {
         ::shutdown(c.fd(), SHUT_WR);
         CHECK(c.read_n(7, 3.0) == "+PONG\r\n");
         CHECK(c.next(3.0) == ending::eof);
+    }
+}
+
+// Bytes a delay holds are in flight: a client that closes or resets its
+// connection, or cannot take a reply any more, does not take them back, and
+// a server that resets does not take back what it said. Each waits until the
+// proxy holds the bytes (queued_*), then ends its side, then waits for them
+// to arrive; the delays are long against the steps between, so the end comes
+// first, but the checks hold whichever comes first.
+TEST_CASE("proxy: bytes in flight are delivered after their sender's side ends", "[proxy]") {
+    SECTION("the client resets its connection: the server still gets its command") {
+        redis_server srv;
+        proxy_proc p(srv);
+        controller ctl(p);
+        redis_client admin(srv.port());
+        REQUIRE(ctl("delay up 1000") == "OK");
+        tcp c(p.port);
+        REQUIRE(c.error() == 0);
+        const std::string cmd = resp({"SET", "late", "1"});
+        c.send(cmd);
+        REQUIRE(
+            wait_for([&] { return field(ctl("status"), "queued_up") == to_ll(cmd.size()); }, 5.0));
+        c.close(true);
+        CHECK(wait_for([&] { return admin.command({"GET", "late"}).text == "1"; }, 10.0));
+        // Then the proxy lets the connection go.
+        CHECK(wait_for([&] { return field(ctl("status"), "conns") == 0; }, 5.0));
+        CHECK(field(ctl("status"), "ended") == 1);
+    }
+    SECTION("a client gone before the replies: every command it sent still arrives") {
+        // Its first command's reply meets a closed socket, its second's a
+        // reset one: the third, due last, must arrive all the same.
+        redis_server srv;
+        proxy_proc p(srv);
+        controller ctl(p);
+        redis_client admin(srv.port());
+        tcp c(p.port);
+        ping_ok(c);
+        std::size_t held = 0;
+        const strings delays = {"300", "600", "1200"};
+        const std::vector<strings> cmds = {{"INCR", "n"}, {"INCR", "n"}, {"SET", "last", "1"}};
+        for (std::size_t i = 0; i < cmds.size(); ++i) {
+            REQUIRE(ctl("delay up " + delays[i]) == "OK");
+            const std::string cmd = resp(cmds[i]);
+            c.send(cmd);
+            held += cmd.size();
+            REQUIRE(
+                wait_for([&] { return field(ctl("status"), "queued_up") == to_ll(held); }, 5.0));
+        }
+        c.close(false);
+        CHECK(wait_for([&] { return admin.command({"GET", "last"}).text == "1"; }, 10.0));
+        CHECK(admin.command({"GET", "n"}).text == "2");
+        CHECK(wait_for([&] { return field(ctl("status"), "conns") == 0; }, 5.0));
+    }
+    SECTION("the server resets: the client still gets what it said before") {
+        edgelock_test::loopback_listener server;
+        REQUIRE(server.fd() >= 0);
+        proxy_proc p("127.0.0.1:" + std::to_string(server.port()));
+        controller ctl(p);
+        REQUIRE(ctl("delay down 1000") == "OK");
+        tcp c(p.port);
+        REQUIRE(c.error() == 0);
+        REQUIRE(wait_fd(server.fd(), POLLIN, mono_s() + 5.0));
+        const int up = ::accept4(server.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+        REQUIRE(up >= 0);
+        REQUIRE(::send(up, "hello", 5, MSG_NOSIGNAL) == 5);
+        REQUIRE(wait_for([&] { return field(ctl("status"), "queued_down") == 5; }, 5.0));
+        linger l{};
+        l.l_onoff = 1;
+        l.l_linger = 0;
+        REQUIRE(::setsockopt(up, SOL_SOCKET, SO_LINGER, &l, sizeof l) == 0);
+        ::close(up);
+        CHECK(c.read_n(5, 10.0) == "hello");
+        const ending e = c.next(5.0);
+        INFO(describe(e));
+        CHECK((e == ending::eof || e == ending::reset));
     }
 }
 

@@ -33,16 +33,26 @@
 //   trickle MS            one byte per MS ms per direction per connection
 //   split                 every byte in its own send() (TCP_NODELAY is always on)
 //   status                OK mode=M delay_up=MS/JIT delay_down=MS/JIT conns=OPEN
-//                         accepted=TOTAL bytes_up=N bytes_down=N
+//                         accepted=TOTAL ended=N bytes_up=N bytes_down=N
+//                         queued_up=N queued_down=N
 //   quit                  OK, then exit 0
 //
 // blackhole, refuse, trickle and split are modes (one at a time; pass clears
 // them and the delays); drop and reset leave the mode as it is. accepted counts
-// every connection accepted, refused ones too; bytes_* count bytes delivered.
-// Data already queued keeps the schedule it was given when it was read.
+// every connection accepted, refused ones too; ended those closed on both
+// sides since (accepted = conns + ended); bytes_* count bytes delivered,
+// queued_* bytes read and not yet delivered (a delay's bytes in flight). Data
+// already queued keeps the schedule it was given when it was read.
 //
-// A side's EOF reaches the other side (shutdown(SHUT_WR)) once what was queued
-// for it is delivered; an error or RST on one side resets the other; a failed
+// Bytes in flight outlive the socket that sent them, as on a real link: a
+// client that closes or resets its connection (or cannot take what comes
+// back) does not take back what it sent. A side's EOF reaches the other side
+// (shutdown(SHUT_WR)) once what was queued for it is delivered. A side that
+// fails (a RST, a failed send) is closed and what was queued for it dropped;
+// what it sent and is still queued is delivered on its schedule, and then the
+// other side gets a FIN (a RST could overtake bytes the proxy's own socket
+// has not sent yet); with nothing of it queued, the other side is reset at
+// once. Only drop and reset cut connections with bytes in flight. A failed
 // upstream connect resets the client. Each direction of a connection queues up
 // to 1 MB before its source is no longer read; beyond 256 connections, new
 // ones are reset. One poll() loop, non-blocking sockets; it sleeps until the
@@ -206,6 +216,10 @@ struct chunk {
     std::string data;
 };
 
+// A connection's sides: side d is the source of direction d.
+constexpr int client_side = up;
+constexpr int upstream_side = down;
+
 struct conn {
     int cfd = -1;  // the client's socket
     int ufd = -1;  // the upstream socket, -1 until its connect starts
@@ -214,13 +228,16 @@ struct conn {
     std::deque<chunk> q[2];              // read from the source of a direction, not yet sent
     std::size_t off[2] = {0, 0};         // bytes of q[d].front() already sent
     std::size_t queued[2] = {0, 0};      // bytes in q[d] not yet sent
-    bool eof[2] = {false, false};        // the source of d sent its FIN
+    bool eof[2] = {false, false};        // the source of d sent its FIN (or failed)
     bool shut[2] = {false, false};       // the destination of d was shut down for writing
+    bool failed[2] = {false, false};     // side d failed: its socket is closed
     std::int64_t next_byte[2] = {0, 0};  // trickle: when d may send its next byte
 
     int src(int d) const { return d == up ? cfd : ufd; }
     int dst(int d) const { return d == up ? ufd : cfd; }
-    bool established() const { return ufd >= 0 && !connecting; }
+    // Once a side failed (its fd is -1), the connection is still established
+    // while the other side takes what is in flight.
+    bool established() const { return (ufd >= 0 || failed[upstream_side]) && !connecting; }
 };
 
 struct control {
@@ -262,6 +279,7 @@ private:
                (mode_ != mode::trickle || c.next_byte[d] <= now);
     }
     void kill(conn& c, bool with_rst);
+    void fail_side(conn& c, int side);
     void accept_clients(std::int64_t now);
     void accept_controls();
     void on_control(control& k, short revents);
@@ -279,6 +297,7 @@ private:
     delay_spec delay_[2];
     unsigned long long trickle_ms_ = 0;
     unsigned long long accepted_ = 0;
+    unsigned long long ended_ = 0;
     unsigned long long bytes_[2] = {0, 0};
     std::int64_t accept_pause_until_ = 0;  // out of fds: stop accepting a moment
     bool quit_ = false;
@@ -301,6 +320,26 @@ void proxy::kill(conn& c, bool with_rst) {
     }
     c.cfd = c.ufd = -1;
     c.dead = true;
+    ++ended_;
+}
+
+// Side `side` failed (a RST, an error, a send it cannot take): it is closed and
+// what was queued for it dropped. What it sent that is still queued goes on
+// to the other side on its schedule, then a FIN (service()); with nothing of
+// it queued, the other side is reset now, as the failed side was.
+void proxy::fail_side(conn& c, int side) {
+    const int other = 1 - side;
+    int& fd = side == client_side ? c.cfd : c.ufd;
+    close_rst(fd);
+    fd = -1;
+    c.failed[side] = true;
+    c.eof[side] = true;  // nothing more comes from it
+    c.q[other].clear();  // direction `other` goes to it
+    c.off[other] = 0;
+    c.queued[other] = 0;
+    if (c.q[side].empty() || c.failed[other]) {
+        kill(c, true);
+    }
 }
 
 void proxy::start_connect(conn& c) {
@@ -336,8 +375,11 @@ void proxy::read_side(conn& c, int d, std::int64_t now) {
         c.eof[d] = true;
     } else if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-            kill(c, true);
+            fail_side(c, d);
         }
+    } else if (c.failed[1 - d]) {
+        // Its destination failed: nobody to deliver it to (read only to
+        // see the source's end).
     } else {
         unsigned long long ms = delay_[d].ms;
         if (delay_[d].jitter > 0) {
@@ -398,27 +440,37 @@ bool proxy::flush(conn& c, int d, std::int64_t now, std::int64_t& wake) {
 // Everything a connection can do without waiting: its upstream connect, its
 // deliveries, its half-closes, its end.
 void proxy::service(conn& c, std::int64_t now, std::int64_t& wake) {
-    if (c.ufd < 0) {
+    if (c.ufd < 0 && !c.failed[upstream_side]) {
         start_connect(c);
     }
     if (c.dead || !c.established()) {
         return;
     }
     for (const int d : {up, down}) {
-        if (!flush(c, d, now, wake)) {
-            kill(c, true);
-            return;
+        const int to = 1 - d;  // the side direction d delivers to
+        if (!c.failed[to] && !flush(c, d, now, wake)) {
+            fail_side(c, to);
+            if (c.dead) {
+                return;
+            }
         }
         if (c.eof[d] && c.q[d].empty() && !c.shut[d]) {
-            ::shutdown(c.dst(d), SHUT_WR);
+            if (!c.failed[to]) {
+                ::shutdown(c.dst(d), SHUT_WR);
+            }
             c.shut[d] = true;
         }
     }
     if (c.shut[up] && c.shut[down]) {
-        ::close(c.cfd);
-        ::close(c.ufd);
+        if (c.cfd >= 0) {
+            ::close(c.cfd);
+        }
+        if (c.ufd >= 0) {
+            ::close(c.ufd);
+        }
         c.cfd = c.ufd = -1;
         c.dead = true;
+        ++ended_;
     }
 }
 
@@ -437,6 +489,7 @@ void proxy::accept_clients(std::int64_t now) {
         ++accepted_;
         if (mode_ == mode::refuse || live() >= max_conns) {
             close_rst(fd);
+            ++ended_;
             continue;
         }
         set_nodelay(fd);
@@ -597,13 +650,20 @@ std::string proxy::execute(const std::string& line) {
         }
         return "OK " + cmd + "=" + std::to_string(n);
     } else if (cmd == "status") {
-        char s[256];
+        std::size_t queued[2] = {0, 0};
+        for (const conn& c : conns_) {
+            for (const int d : {up, down}) {
+                queued[d] += c.dead ? 0 : c.queued[d];
+            }
+        }
+        char s[320];
         std::snprintf(s, sizeof s,
                       "OK mode=%s delay_up=%llu/%llu delay_down=%llu/%llu conns=%zu "
-                      "accepted=%llu bytes_up=%llu bytes_down=%llu",
+                      "accepted=%llu ended=%llu bytes_up=%llu bytes_down=%llu queued_up=%zu "
+                      "queued_down=%zu",
                       mode_names[static_cast<int>(mode_)], delay_[up].ms, delay_[up].jitter,
-                      delay_[down].ms, delay_[down].jitter, live(), accepted_, bytes_[up],
-                      bytes_[down]);
+                      delay_[down].ms, delay_[down].jitter, live(), accepted_, ended_, bytes_[up],
+                      bytes_[down], queued[up], queued[down]);
         return s;
     } else if (cmd == "quit") {
         quit_ = true;
