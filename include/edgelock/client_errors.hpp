@@ -114,8 +114,8 @@ constexpr std::size_t node_server_capacity = 16;
 // reply to a lock request (server_error, with the server's text; the
 // connection is kept). The next lock reply that is not an error resets
 // server_error to none: it tells the state of the latest request, not a
-// history. A NOSCRIPT that the lock retries with EVAL may show until the
-// retry's reply comes.
+// history. A NOSCRIPT that the lock retries with EVAL is no reason: the
+// retry's reply is.
 //
 // warning and maxmemory_policy come from the set-up of the current (or last)
 // connection: CONFIG GET maxmemory* (or INFO memory where CONFIG is

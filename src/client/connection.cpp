@@ -20,6 +20,28 @@ bool keeps_message(node_error why) {
            why == node_error::sentinel_failed;
 }
 
+// A plaintext connection the peer closed or reset before a byte came back.
+bool hung_up_silent(const detail::connection& c, node_error why) {
+    return c.state == node_state::handshake && !c.io.heard() && !c.address.tls &&
+           (why == node_error::reset || why == node_error::closed);
+}
+
+// The evidence of a TLS port: a silent hang-up right on the set-up's first
+// bytes. A TLS server reads a record header and, for bytes that are not TLS,
+// closes without a word (OpenSSL sends no alert then), so the hang-up comes
+// one round trip after them: as long as the connect took. Twice that, plus a
+// tenth of the connect allowance for the server's turn on a busy machine, is
+// "right on". A hang-up later (a proxy or a middlebox that resets
+// connections, a server that closes idle ones) is no evidence: the hint
+// would send an operator after TLS for a plaintext node. (A proxy that
+// resets at once, its upstream down, looks the same as a TLS port.)
+bool hung_up_on_first_bytes(const detail::connection& c, node_error why, instant now,
+                            duration connect_timeout) {
+    const duration round_trip = c.opened - c.dialed;
+    const duration within = round_trip + round_trip + duration::micros(connect_timeout.us / 10);
+    return hung_up_silent(c, why) && now - c.opened <= within;
+}
+
 }  // namespace
 
 void client_base::disconnect() noexcept {
@@ -91,8 +113,7 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
         // next one; when none is left, the node fails with the last reason.
         // One that hangs up on the question without a word is, most often, a
         // TLS sentinel given a plaintext connection.
-        const bool hung_up = c.state == node_state::handshake && !c.io.heard() && !c.address.tls &&
-                             (why == node_error::reset || why == node_error::closed);
+        const bool hung_up = hung_up_on_first_bytes(c, why, now, options_.connect_timeout);
         if (ask_next(n, now)) {
             return;
         }
@@ -109,11 +130,12 @@ void client_base::fail(std::uint8_t n, node_error why, int code, instant now,
     }
     c.report.error = why;
     c.report.code = code;
-    // A server that hangs up on the set-up without a word is, most often, a
-    // TLS server given a plaintext connection.
-    if (text.empty() && c.state == node_state::handshake && !c.io.heard() && !c.address.tls &&
-        (why == node_error::reset || why == node_error::closed)) {
-        text = "before any reply to the set-up (a TLS port? use rediss://)";
+    // A server that hangs up on the set-up's first bytes without a word is,
+    // most often, a TLS server given a plaintext connection.
+    if (text.empty() && hung_up_silent(c, why)) {
+        text = hung_up_on_first_bytes(c, why, now, options_.connect_timeout)
+                   ? "before any reply to the set-up (a TLS port? use rediss://)"
+                   : "before any reply to the set-up";
     }
     if (!text.empty()) {
         c.report.set_message(text);
@@ -285,6 +307,7 @@ void client_base::try_addresses(std::uint8_t n, instant now) noexcept {
             where.host = str_view(c.connected_to, size);
         }
         int fd = -1;
+        c.dialed = now;
         const port::net_result r = port::connect(where, fd);
         if (r.status == port::net_status::ok) {
             c.io.attach(fd, true);
@@ -330,6 +353,7 @@ void client_base::fail_io(std::uint8_t n, const port::net_result& r, instant now
 void client_base::connected(std::uint8_t n, instant now) noexcept {
     detail::connection& c = conns_[n];
     c.state = node_state::handshake;
+    c.opened = now;
     c.want_write = false;
     c.tx_size = 0;
     c.fifo.clear();

@@ -10,6 +10,12 @@ using namespace detail;
 
 namespace {
 
+// Whether a reply is NOSCRIPT: the node lost its script cache.
+bool is_noscript(const resp_node* nodes, std::size_t count) {
+    const std::size_t i = count > 0 ? skip_attributes(nodes, count, 0) : 0;
+    return i < count && nodes[i].is_error() && starts_with(nodes[i].text, "NOSCRIPT");
+}
+
 // A reply to a lock request: an error is the node's latest reason (the
 // connection stays), anything else clears it.
 // Counted, unless the lock retries it itself (NOSCRIPT) or it is a
@@ -68,8 +74,15 @@ void client_base::lock_reply(std::uint8_t n, const detail::in_flight& f, const r
     if (c.state == node_state::handshake && !f.follows && !follow_setup(n, f, nodes, count, now)) {
         return;
     }
-    // Before the machine: a callback it triggers may ask node(n) why.
-    note_lock_reply(c, stats_of(n), nodes, count);
+    // Before the events: a callback may ask node(n) why. A NOSCRIPT waits
+    // for the machine: one it retries (the script's text goes at once, on
+    // this connection, and EVAL cannot answer NOSCRIPT) is no reason of the
+    // node's, and must not show as one if the round ends before the retry's
+    // reply (a node restarted without its scripts, then slow).
+    const bool noscript = is_noscript(nodes, count);
+    if (!noscript) {
+        note_lock_reply(c, stats_of(n), nodes, count);
+    }
     if (c.address.seed_count > 0 && !f.follows &&
         follow_redirect(n, *f.lock, f.tag, nodes, count, now)) {
         // MOVED or ASK: nothing ran; the request goes out again where the
@@ -80,6 +93,9 @@ void client_base::lock_reply(std::uint8_t n, const detail::in_flight& f, const r
         return;
     }
     f.lock->machine_.on_reply(c.node, f.tag, nodes, count, now);
+    if (noscript && f.lock->machine_.next_send(c.node) == lock::outgoing::none) {
+        note_lock_reply(c, stats_of(n), nodes, count);  // not retried
+    }
     // A try that found the key taken, with nothing more to send here this
     // round (a script acquire is one request a round: fenced, reentrant, or
     // with a holder record): the waiter's CLIENT TRACKING goes now, alone,

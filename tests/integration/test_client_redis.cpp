@@ -323,6 +323,57 @@ TEST_CASE("client: SCRIPT FLUSH between operations falls back to EVAL", "[integr
     CHECK(c.node(0).state == node_state::ready);
 }
 
+TEST_CASE("client: a NOSCRIPT the lock retries is never the node's reason",
+          "[integration][client]") {
+    // A fresh server has no scripts: the fenced acquire's EVALSHA meets
+    // NOSCRIPT and goes again as EVAL. Driven one readiness at a time, so
+    // node(0) is looked at between the NOSCRIPT and the retry's reply (the
+    // retry is sent only once the NOSCRIPT is read: they never come in one
+    // read).
+    redis_server srv;
+    redis_client admin(srv.port());
+    REQUIRE(admin.command({"SCRIPT", "FLUSH"}).text == "OK");
+    REQUIRE(admin.command({"CONFIG", "RESETSTAT"}).text == "OK");
+    const char* name = "client-noscript-reason";
+    url_list urls({redis_url(srv)});
+    client<1> c;
+    configure(c, urls);
+    client_lock l;
+    recorder rec;
+    rec.listen(l);
+    REQUIRE(l.attach(c, name, options(5000, 2000, lock_mode::fenced), no_watchdog()) ==
+            client_errc::ok);
+    REQUIRE(l.start_acquire(1, duration::millis(0)) == client_errc::ok);
+    std::vector<std::string> reasons;
+    const instant give_up = port::now() + duration::seconds(5);
+    while (rec.count(lock_event_kind::acquired) == 0 && port::now() < give_up) {
+        port::wait_entry entries[4];
+        const std::size_t count = c.wanted(entries, 4);
+        const int ready = port::wait(entries, count, earliest(c.next_deadline(), give_up));
+        REQUIRE(ready >= 0);
+        if (ready == 0) {
+            c.on_timeout();
+        }
+        for (std::size_t i = 0; i < count && ready > 0; ++i) {
+            if (entries[i].ready != 0) {
+                c.on_ready(entries[i].fd, entries[i].ready);
+            }
+        }
+        const std::string message = str(c.node(0).message);
+        if (!message.empty()) {
+            reasons.push_back(message);
+        }
+    }
+    INFO("events: " << rec.list());
+    REQUIRE(rec.count(lock_event_kind::acquired) == 1);
+    CHECK(error_calls(admin, "NOSCRIPT") >= 1);  // the case arose
+    for (const std::string& r : reasons) {
+        CHECK(r.find("NOSCRIPT") == std::string::npos);
+    }
+    CHECK(c.node(0).error == node_error::none);
+    must_release(l);
+}
+
 TEST_CASE("client: on Redis 7 a plain acquire is one SET, busy or not", "[integration][client]") {
     redis_server srv;
     redis_client admin(srv.port());

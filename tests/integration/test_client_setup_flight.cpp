@@ -5,7 +5,8 @@
 // on the server while none of its replies (HELLO's first) has reached the
 // client, so the acquire went out behind the set-up, not after its replies.
 // The round trips this saves are counted in the simulator
-// (tests/driver/test_client_setup_topology.cpp) and by `make bench`.
+// (tests/driver/test_client_setup_topology.cpp) and by `make bench`. And a
+// set-up in flight that a proxy resets is not taken for a TLS port.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -138,4 +139,46 @@ TEST_CASE(
     const std::string stats = peek.command({"INFO", "commandstats"}).text;
     CHECK(stats.find("cmdstat_cluster|slots") == std::string::npos);
     CHECK(stats.find("cmdstat_set:") != std::string::npos);
+}
+
+TEST_CASE(
+    "setup flight: a plaintext node reset long after its set-up went is not called a TLS port",
+    "[integration]") {
+    // A TLS port hangs up on plaintext one round trip after its first bytes;
+    // the client takes a hang-up within two connect round trips plus a tenth
+    // of connect_timeout (here 500 ms) for one. The proxy holds the set-up,
+    // and resets the connection at least 800 ms after it went out (later
+    // still on a slow machine, never sooner): a plaintext node whose link
+    // broke, which the message must not send looking for TLS.
+    redis_server srv;
+    fault_proxy proxy;
+    if (!start_proxy(proxy, srv.port())) {
+        skip("no fault proxy in this build");
+        return;
+    }
+    const url_list urls({redis_url(proxy.port())});
+    client_options o;
+    o.connect_timeout = duration::seconds(5);
+    client<1> c;
+    configure(c, urls, o);
+    REQUIRE(proxy.command("delay up 10000"));
+    REQUIRE(c.open(port::now() + duration::seconds(5), 1) == 1);  // the set-up is written
+    REQUIRE(wait_for(
+        [&] {
+            const std::string s = proxy.ask("status");
+            const std::size_t at = s.find(" queued_up=");
+            return at != std::string::npos && std::atoll(s.c_str() + at + 11) > 0;
+        },
+        5.0));
+    sleep_ms(800);
+    REQUIRE(proxy.command("reset"));
+    const double give_up = mono_s() + 10;
+    while (c.node(0).state == node_state::handshake && mono_s() < give_up) {
+        REQUIRE(c.run_for(duration::millis(5)) == client_errc::ok);
+    }
+    const node_info n = c.node(0);
+    INFO(what(n));
+    REQUIRE(n.state == node_state::backoff);
+    CHECK((n.error == node_error::reset || n.error == node_error::closed));
+    CHECK(str(n.message) == "before any reply to the set-up");
 }

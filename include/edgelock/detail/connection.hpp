@@ -129,6 +129,11 @@ struct connection {
     // connection counts into its node's), from configure() on.
     node_stats stats;
     bool attempted = false;  // a connection attempt was made since configure()
+    // When this attempt's socket connect began, and when its set-up began:
+    // a hang-up right on the set-up's first bytes is what a TLS server does
+    // to plaintext (connection.cpp).
+    instant dialed;
+    instant opened;
     // A round trip being timed: the request in front of the FIFO, written
     // at probe_sent to an idle connection (stats.rtt_*).
     bool probing = false;
