@@ -12,6 +12,8 @@ namespace url_detail {
 
 constexpr std::uint32_t max_db = 0x7fffffff;  // db < 2^31
 
+bool is_alpha(char c);
+bool is_scheme_char(char c);
 bool is_host_char(char c);
 str_view sub(str_view s, std::size_t from, std::size_t to);
 // Index of the first of a, b or c in s, or s.size.
