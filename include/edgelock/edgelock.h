@@ -251,6 +251,18 @@ size_t edgelock_client_node_text(const edgelock_client* c, unsigned i, char* buf
 /* The name of a state, of a failure reason or of an event kind (below). */
 const char* edgelock_node_state_name(int state);
 
+/* A URL or a node list (URLs separated by commas; a comma ends a URL only
+ * where another begins, "scheme://") fit to log or show: with remove 0 each
+ * password replaced by "****" (redis://user:****@host), otherwise each user
+ * and password removed (redis://host). The URL grammar decides what the
+ * password is, so one holding ',', ':' or '@' is hidden whole; a URL that
+ * does not parse has everything between "://" and its last '@' hidden. When
+ * the text and its NUL fit in buf (the length returned is below size), both
+ * are written; otherwise only a NUL is (when size > 0), never a part of the
+ * text. Returns the length the whole text has (as snprintf), 0 for a NULL
+ * nodes. Nothing is allocated. */
+size_t edgelock_redact_nodes(const char* nodes, int remove, char* buf, size_t size);
+
 /* Counters a program can export (to Prometheus, say), as the C++ API's
  * node_stats and lock_stats (client_stats.hpp) count them. Each only grows: a
  * node's from edgelock_client_init(), a lock's from edgelock_lock_init().

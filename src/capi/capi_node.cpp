@@ -1,6 +1,7 @@
 // The C API's view of a node: a line of text with its state, the latest
-// reason it failed and what its set-up warned of.
+// reason it failed and what its set-up warned of; and node URLs redacted.
 #include "capi_internal.hpp"
+#include "edgelock/node_list.hpp"
 
 using namespace edgelock;
 
@@ -87,4 +88,21 @@ extern "C" size_t edgelock_client_node_text(const edgelock_client* c, unsigned i
         }
     }
     return out.length;
+}
+
+extern "C" size_t edgelock_redact_nodes(const char* nodes, int remove, char* buf, size_t size) {
+    if (buf != nullptr && size > 0) {
+        buf[0] = '\0';
+    }
+    if (nodes == nullptr) {
+        return 0;
+    }
+    const credentials how = remove != 0 ? credentials::remove : credentials::mask;
+    // Room for the NUL: the text is written only when it and the NUL fit.
+    const std::size_t room = buf == nullptr || size == 0 ? 0 : size - 1;
+    const redacted r = node_list_redact(str_view(nodes), how, buf, room);
+    if (r.error == redact_errc::ok && buf != nullptr && size > 0) {
+        buf[r.size] = '\0';
+    }
+    return r.size;
 }

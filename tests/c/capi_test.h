@@ -138,6 +138,7 @@ int case_errors_client(void);
 int case_errors_lock_options(void);
 int case_errors_resume(void);
 int case_errors_operations(void);
+int case_redact(void);
 int case_reentered(void);
 int case_strerror(void);
 int case_names(void);

@@ -40,6 +40,7 @@ static const struct {
     {"tls-config", case_tls_config},
     {"tls-lock", case_tls_lock},
     {"stats", case_stats},
+    {"redact", case_redact},
 };
 
 int main(int argc, char** argv) {
