@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "edgelock/lock.hpp"
+#include "edgelock/node_list.hpp"
 #include "layers.hpp"
 #include "session_cache.hpp"
 
@@ -65,45 +66,28 @@ bool parse_duration(const std::string& text, edgelock::duration& out) {
 
 namespace {
 
-enum class credentials { remove, mask };
-
-// Each URL of a comma-separated list with its user information removed, or
-// its password shown as "****".
-std::string rewrite_credentials(const std::string& list, credentials how) {
-    std::string out;
-    std::size_t start = 0;
-    while (start <= list.size()) {
-        std::size_t end = list.find(',', start);
-        end = end == std::string::npos ? list.size() : end;
-        std::string url = list.substr(start, end - start);
-        // A valid URL has no '@' past its user information (node_url.cpp);
-        // a unix:// path may, but it carries no credentials.
-        const std::size_t scheme = url.find("://");
-        const std::size_t at = url.rfind('@');
-        if (scheme != std::string::npos && at != std::string::npos && at > scheme &&
-            !(url.size() >= 5 && ::strncasecmp(url.c_str(), "unix:", 5) == 0)) {
-            const std::size_t user = scheme + 3;
-            const std::size_t colon = url.find(':', user);
-            if (how == credentials::remove) {
-                url.erase(user, at - user + 1);
-            } else if (colon < at) {
-                url.replace(colon + 1, at - colon - 1, "****");
-            }
-        }
-        out += (start == 0 ? "" : ",") + url;
-        start = end + 1;
+// The library's redaction of a node list (node_list.hpp): it parses each
+// URL, so a password is hidden whole whatever it holds.
+std::string redact_list(const std::string& list, edgelock::credentials how) {
+    const edgelock::str_view in(list.data(), list.size());
+    const edgelock::redacted need = edgelock::node_list_redact(in, how, nullptr, 0);
+    std::string out(need.size, '\0');
+    const edgelock::redacted r = edgelock::node_list_redact(in, how, &out[0], out.size());
+    if (r.error != edgelock::redact_errc::ok) {
+        return edgelock::redacted_password;  // cannot happen: sized above
     }
+    out.resize(r.size);
     return out;
 }
 
 }  // namespace
 
 std::string without_credentials(const std::string& list) {
-    return rewrite_credentials(list, credentials::remove);
+    return redact_list(list, edgelock::credentials::remove);
 }
 
 std::string mask_passwords(const std::string& list) {
-    return rewrite_credentials(list, credentials::mask);
+    return redact_list(list, edgelock::credentials::mask);
 }
 
 namespace {

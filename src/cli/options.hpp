@@ -100,12 +100,14 @@ const char* usage_text();
 // from; secrets masked. Returns the exit status.
 int config_command(const options& o);
 
-// A comma-separated node list with every URL's user and password removed
-// (redis://user:pw@host -> redis://host), for the command's environment.
+// A node list (or one URL) with every URL's user and password removed
+// (redis://user:pw@host -> redis://host), for the command's environment, the
+// agent's messages, status and the metrics file. The library redacts it
+// (edgelock/node_list.hpp), so a password holding ',' or '@' goes whole.
 std::string without_credentials(const std::string& list);
 
-// A node list for showing: every URL's password replaced by "****"
-// (redis://user:****@host); the user name stays.
+// A node list (or one URL) for edgelock config and usage errors: every URL's
+// password replaced by "****" (redis://user:****@host); the user name stays.
 std::string mask_passwords(const std::string& list);
 
 // True when the agent must speak TLS to some node: --tls, or a rediss:// or
