@@ -1,5 +1,6 @@
 // Internal to the URL parser: the pieces node_url.cpp parses a redis:// URL
-// with, which node_url_sentinel.cpp parses a Sentinel URL with too.
+// with, which node_url_sentinel.cpp parses a Sentinel URL with too, and
+// node_list.cpp finds where a URL of a list begins with.
 #pragma once
 
 #include <cstddef>
