@@ -1,9 +1,11 @@
 // The files the agent (root, from cron or systemd) writes and reads as data,
-// in directories others may own: the metrics file, its lock and temporary.
-// Links planted by the directory's owner are not followed, a FIFO or a
-// directory is refused without waiting on it. Every run is bounded (agent()
-// kills it and fails the test past its timeout): a hang is a failure, never
-// a stuck test.
+// in directories others may own: the metrics file, its lock and temporary,
+// the password file, the configuration file. Links planted by the
+// directory's owner are not followed, a FIFO or a device is refused without
+// waiting on it, a password file others can read and a configuration file
+// others can write are usage errors with the chmod to run. Every run is
+// bounded (agent() kills it and fails the test past its timeout): a hang is
+// a failure, never a stuck test.
 #include <grp.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -11,11 +13,13 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/agent_helpers.hpp"
+#include "cli/config_helpers.hpp"
 #include "integration/redis_server.hpp"
 #include "tools/files.hpp"
 #include "tools/skip.hpp"
@@ -170,4 +174,94 @@ TEST_CASE("cli files: a metrics path that is not a regular file is refused, neve
         REQUIRE(::lstat(odd.c_str(), &st) == 0);
         CHECK((w.fifo ? S_ISFIFO(st.st_mode) : S_ISDIR(st.st_mode)));
     }
+}
+
+TEST_CASE("cli files: a password file others can open, or not a file, is a usage error",
+          "[cli][files]") {
+    temp_dir dir{"edgelock-files"};
+    const std::string fifo = dir / "fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    struct row {
+        const char* what;
+        std::string path;
+        std::string message;  // "" when accepted
+    };
+    const auto file = [&](const std::string& name, mode_t mode) {
+        return conf(dir, name, "s3cret\n", mode);
+    };
+    const std::vector<row> rows = {
+        {"0644", file("pw644", 0644), "has mode 0644: group or others have access (chmod 600 "},
+        {"0640", file("pw640", 0640), "has mode 0640: group or others have access (chmod 600 "},
+        {"0604", file("pw604", 0604), "has mode 0604: group or others have access (chmod 600 "},
+        {"0620", file("pw620", 0620), "has mode 0620: group or others have access (chmod 600 "},
+        {"a FIFO", fifo, "is not a regular file"},
+        {"/dev/zero", "/dev/zero", "is not a regular file"},
+        {"0600", file("pw600", 0600), ""},
+        {"0400", file("pw400", 0400), ""},
+    };
+    for (const char* option : {"--password-file", "--sentinel-password-file"}) {
+        for (const row& w : rows) {
+            // config reads the password files as every command does, and
+            // touches no node.
+            const strings args{"config", option, w.path};
+            const run_result r = agent(args, {}, 10.0);
+            INFO(option << ", " << w.what << "\n" << show(args, r));
+            if (w.message.empty()) {
+                CHECK(r.status == 0);
+                CHECK(r.err.empty());
+            } else {
+                CHECK(r.status == exit_usage);
+                CHECK(one_line(r.err));
+                CHECK(contains(r.err, "password file '" + w.path + "' " + w.message));
+                if (w.path != fifo && w.path != "/dev/zero") {
+                    CHECK(contains(r.err, "(chmod 600 " + w.path + ")"));
+                }
+            }
+            CHECK_FALSE(contains(r.out + r.err, "s3cret"));
+        }
+    }
+    // From the configuration file: the same refusal, naming the line.
+    const std::string c = conf(dir, "edgelock.conf", "password-file = " + dir / "pw644" + "\n");
+    const strings args{"config", "--config", c};
+    const run_result r = agent(args, {}, 10.0);
+    INFO(show(args, r));
+    CHECK(r.status == exit_usage);
+    CHECK(contains(r.err, c + ":1: password file '" + dir / "pw644" + "' has mode 0644"));
+}
+
+TEST_CASE("cli files: a configuration file others can write is refused, whatever it holds",
+          "[cli][files]") {
+    temp_dir dir{"edgelock-files"};
+    struct row {
+        mode_t mode;
+        bool refused;
+    };
+    const std::vector<row> rows = {
+        {0666, true},  {0646, true},  {0620, true},  {0602, true},
+        {0644, false}, {0600, false}, {0444, false},
+    };
+    for (const row& w : rows) {
+        char name[16];
+        std::snprintf(name, sizeof name, "c%04o", static_cast<unsigned>(w.mode));
+        const std::string path = conf(dir, name, "ttl = 5s\n", w.mode);
+        const strings args{"config", "--config", path};
+        const run_result r = agent(args, {}, 10.0);
+        INFO(name << "\n" << show(args, r));
+        if (w.refused) {
+            CHECK(r.status == exit_usage);
+            CHECK(r.err == "edgelock: " + path + ": writable by group or others (chmod go-w " +
+                               path + ")\n");
+            CHECK(r.out.empty());
+        } else {
+            CHECK(r.status == 0);
+            CHECK(r.err.empty());
+        }
+    }
+    // A run from it touches no node.
+    const std::string path = conf(dir, "run.conf", "nodes = redis://127.0.0.1:1\n", 0666);
+    const strings args{"run", "--config", path, "k", "--", "true"};
+    const run_result r = agent(args, {}, 10.0);
+    INFO(show(args, r));
+    CHECK(r.status == exit_usage);
+    CHECK(contains(r.err, "writable by group or others"));
 }
