@@ -286,7 +286,8 @@ void load_sessions() {
     }
     sessions.in_use = true;
     std::string why;
-    switch (read_session_cache(path, sessions.entries, sessions.raw, why)) {
+    switch (read_session_cache(path, opt.tls_session_cache_default, sessions.entries, sessions.raw,
+                               why)) {
     case cache_read::absent:
     case cache_read::loaded:
         sessions.writable = true;
