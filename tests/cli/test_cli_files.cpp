@@ -265,3 +265,26 @@ TEST_CASE("cli files: a configuration file others can write is refused, whatever
     CHECK(r.status == exit_usage);
     CHECK(contains(r.err, "writable by group or others"));
 }
+
+#ifdef EDGELOCK_TEST_TLS
+TEST_CASE("cli files: a FIFO as a TLS file is refused, never waited on", "[cli][files]") {
+    temp_dir dir{"edgelock-files"};
+    const std::string fifo = dir / "fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const std::string pem = conf(dir, "some.pem", "not read\n");
+    const std::vector<strings> rows = {
+        {"--cacert", fifo},
+        {"--cert", fifo, "--key", pem},
+        {"--cert", pem, "--key", fifo},
+    };
+    for (const strings& files : rows) {
+        strings args{"acquire", "-N", "rediss://127.0.0.1:1"};
+        args.insert(args.end(), files.begin(), files.end());
+        args.push_back("k");
+        const run_result r = agent(args, {}, 10.0);
+        INFO(show(args, r));
+        CHECK(r.status == exit_usage);
+        CHECK(r.err == "edgelock: TLS: " + fifo + ": not a regular file\n");
+    }
+}
+#endif
