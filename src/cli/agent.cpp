@@ -1,5 +1,9 @@
 // The agent's shared machinery: its options, its client, the poll loop's
 // turn, what the lock's callback saw, per-node reports and set-up.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -286,7 +290,8 @@ void load_sessions() {
     }
     sessions.in_use = true;
     std::string why;
-    switch (read_session_cache(path, sessions.entries, sessions.raw, why)) {
+    switch (read_session_cache(path, opt.tls_session_cache_default, sessions.entries, sessions.raw,
+                               why)) {
     case cache_read::absent:
     case cache_read::loaded:
         sessions.writable = true;
@@ -318,12 +323,40 @@ void load_sessions() {
 }
 #endif
 
+#ifdef EDGELOCK_CLI_TLS
+// True when `path` is a regular file, found without blocking (a FIFO there
+// opens at once with O_NONBLOCK); else `why`. A missing or unreadable file is
+// left for the TLS library to report.
+bool is_regular_file(const std::string& path, std::string& why) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        return true;
+    }
+    struct stat st {};
+    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    ::close(fd);
+    if (!regular) {
+        why = "not a regular file";
+    }
+    return regular;
+}
+#endif
+
 // The TLS transport, when some node needs it: exit_ok, or the exit status.
 int setup_tls(client_options& co) {
     if (!wants_tls(opt)) {
         return exit_ok;
     }
 #ifdef EDGELOCK_CLI_TLS
+    // The TLS library opens these by name and blocks on a FIFO: each is
+    // first opened non-blocking and must be a regular file.
+    for (const std::string* file : {&opt.cacert, &opt.cert, &opt.tls_key}) {
+        std::string why;
+        if (!file->empty() && !is_regular_file(*file, why)) {
+            say(0, "TLS: %s: %s", file->c_str(), why.c_str());
+            return exit_usage;
+        }
+    }
     auto view = [](const std::string& s) { return str_view(s.data(), s.size()); };
     tls_options t;
     t.ca_file = view(opt.cacert);

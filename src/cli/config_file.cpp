@@ -46,6 +46,11 @@ bool slurp(const std::string& path, bool missing_ok, config_file& out, std::stri
     } else if (!S_ISREG(st.st_mode)) {
         error = path + ": not a regular file";
         ok = false;
+    } else if ((st.st_mode & 022) != 0) {
+        // Whatever it holds: who can write it chooses the nodes, the files
+        // written and the password sent (sudo and ssh refuse the same).
+        error = path + ": writable by group or others (chmod go-w " + path + ")";
+        ok = false;
     } else if (static_cast<unsigned long long>(st.st_size) > config_max_size) {
         error = path + ": larger than " + std::to_string(config_max_size) + " bytes";
         ok = false;

@@ -1,5 +1,9 @@
 #include "layers.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -13,22 +17,63 @@ namespace edgelock_cli {
 
 namespace {
 
+std::string octal(unsigned mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", mode & 07777u);
+    return text;
+}
+
+// The first line of the file, through one fd: what is checked (a regular
+// file, not open to group or others) is what is read. O_NONBLOCK: a FIFO in
+// its place must not hang the agent before it is found not to be a file.
 bool read_password_file(const std::string& path, std::string& out, std::string& error) {
-    std::FILE* f = std::fopen(path.c_str(), "re");
-    if (f == nullptr) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
         error = "cannot read password file '" + path + "': " + std::strerror(errno);
         return false;
     }
-    char buf[1024];
-    const std::size_t n = std::fread(buf, 1, sizeof buf, f);
-    const bool more = std::fgetc(f) != EOF;
-    const int read_error = std::ferror(f) != 0 ? errno : 0;
-    std::fclose(f);
-    if (read_error != 0) {  // a directory, say: not an empty password
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        error = "cannot read password file '" + path + "': " + std::strerror(errno);
+        ::close(fd);
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        error = "password file '" + path + "' is not a regular file";
+        ::close(fd);
+        return false;
+    }
+    // As ssh refuses a private key others may read.
+    if ((st.st_mode & 077) != 0) {
+        error = "password file '" + path + "' has mode " +
+                octal(static_cast<unsigned>(st.st_mode)) +
+                ": group or others have access (chmod 600 " + path + ")";
+        ::close(fd);
+        return false;
+    }
+    char buf[1025];
+    std::size_t n = 0;
+    int read_error = 0;
+    while (n < sizeof buf) {
+        const ssize_t got = ::read(fd, buf + n, sizeof buf - n);
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got < 0) {
+            read_error = errno;
+            break;
+        }
+        if (got == 0) {
+            break;
+        }
+        n += static_cast<std::size_t>(got);
+    }
+    ::close(fd);
+    if (read_error != 0) {
         error = "cannot read password file '" + path + "': " + std::strerror(read_error);
         return false;
     }
-    if (more) {
+    if (n > 1024) {
         error = "password file '" + path + "' is too long";
         return false;
     }
@@ -138,7 +183,7 @@ bool file_layer(const command_line& cl, options& o, std::string& error) {
     }
     // As ssh refuses a private key others may read.
     if (secret && (f.mode & 044) != 0) {
-        error = path + ": holds a password but is readable by others (chmod 600)";
+        error = path + ": holds a password but is readable by others (chmod 600 " + path + ")";
         return false;
     }
     return true;

@@ -5,11 +5,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+
+#include "new_file.hpp"
 
 namespace edgelock_cli {
 
@@ -248,37 +251,89 @@ std::string merge_metrics(const std::string& old, const job_metrics& m) {
     return text;
 }
 
+namespace {
+
+// Opens `path` for `flags` without following a symbolic link at its last
+// component and without blocking (a FIFO there must not hang the agent), then
+// checks on the same fd that it is a regular file. -1 with `error` set
+// otherwise; ENOENT is left in errno, error empty, for the caller to decide.
+int open_regular(const std::string& path, int flags, std::string& error) {
+    const int fd =
+        ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        if (errno == ELOOP) {
+            error = path + ": a symbolic link: not followed";
+        } else if (errno != ENOENT) {
+            error = path + ": " + std::strerror(errno);
+        }
+        return -1;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        error = path + ": not a regular file";
+        ::close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    // Reads and writes go on blocking: a regular file never waits for a peer.
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+}  // namespace
+
 bool write_metrics_file(const std::string& path, const job_metrics& m, std::string& error,
                         bool& waited_out) {
     waited_out = false;
-    // Our turn: other agents' read-merge-rename must not interleave with ours.
-    const std::string lock_path = path + ".lock";
-    const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lock_fd >= 0) {
-        bool had = false;
-        for (int i = 0; i < 200 && !had; ++i) {  // 2 s
-            had = ::flock(lock_fd, LOCK_EX | LOCK_NB) == 0;
-            if (!had) {
-                ::usleep(10000);
-            }
-        }
-        waited_out = !had;
+    error.clear();
+    // What is there, if anything, must be a regular file: a FIFO, a device or
+    // a directory is refused before anything is written.
+    const int probe = open_regular(path, O_RDONLY, error);
+    if (probe < 0 && !error.empty()) {
+        return false;
     }
+    if (probe >= 0) {
+        ::close(probe);
+    }
+    // Our turn: other agents' read-merge-rename must not interleave with ours.
+    // Its lock file is created (never through a link) but never written.
+    const std::string lock_path = path + ".lock";
+    const int lock_fd = open_regular(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW, error);
+    if (lock_fd < 0) {
+        if (error.empty()) {
+            error = "cannot create " + lock_path + ": " + std::strerror(errno);
+        }
+        return false;
+    }
+    bool had = false;
+    for (int i = 0; i < 200 && !had; ++i) {  // 2 s
+        had = ::flock(lock_fd, LOCK_EX | LOCK_NB) == 0;
+        if (!had) {
+            ::usleep(10000);
+        }
+    }
+    waited_out = !had;
     std::string old;
-    const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int in = open_regular(path, O_RDONLY, error);
+    if (in < 0 && !error.empty()) {
+        ::close(lock_fd);
+        return false;
+    }
     if (in >= 0) {
         old = read_some(in);
         ::close(in);
     }
     const std::string text = merge_metrics(old, m);
-    const std::string tmp = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
-    const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    std::string tmp;
+    const int out = create_unguessable(AT_FDCWD, path + ".tmp.", 0644, tmp);
     bool ok = out >= 0;
-    const char* step = "cannot create ";
+    if (!ok) {
+        error = "cannot create a temporary for " + path + ": " + std::strerror(errno);
+    }
+    const char* step = "cannot write ";
     if (ok) {
         // On disk before the rename: a power cut then leaves the old file or
         // the new one, not an empty one.
-        step = "cannot write ";
         const bool written = write_all(out, text) && ::fsync(out) == 0;
         const int saved = errno;
         const bool closed = ::close(out) == 0;
@@ -286,21 +341,17 @@ bool write_metrics_file(const std::string& path, const job_metrics& m, std::stri
             errno = saved;
         }
         ok = written && closed;
-    }
-    if (ok) {
-        ok = ::rename(tmp.c_str(), path.c_str()) == 0;
-        step = "cannot rename over ";
-    }
-    if (!ok) {
-        const int saved = errno;
-        if (out >= 0) {
-            ::unlink(tmp.c_str());
+        if (ok) {
+            ok = ::rename(tmp.c_str(), path.c_str()) == 0;
+            step = "cannot rename over ";
         }
-        error = std::string(step) + (out >= 0 ? path : tmp) + ": " + std::strerror(saved);
+        if (!ok) {
+            const int failed = errno;
+            ::unlink(tmp.c_str());
+            error = std::string(step) + path + ": " + std::strerror(failed);
+        }
     }
-    if (lock_fd >= 0) {
-        ::close(lock_fd);  // lets the turn go
-    }
+    ::close(lock_fd);  // lets the turn go
     return ok;
 }
 

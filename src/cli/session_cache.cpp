@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "new_file.hpp"
+
 namespace edgelock_cli {
 
 namespace {
@@ -123,6 +125,38 @@ std::string octal_mode(mode_t mode) {
     return text;
 }
 
+int open_cache_dir(const std::string& path, bool own_dir, std::string& why) {
+    const std::string dir = directory_of(path);
+    // The default directory sits in $XDG_RUNTIME_DIR, which may be another
+    // user's (su without -, sudo -E): a link there is not followed, and a
+    // directory not ours is not used.
+    const int fd =
+        ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (own_dir ? O_NOFOLLOW : 0));
+    if (fd < 0) {
+        why = dir + ": " +
+              (own_dir && (errno == ELOOP || errno == ENOTDIR) ? std::string("a symbolic link")
+                                                               : std::strerror(errno));
+        return -1;
+    }
+    struct stat st {};
+    if (own_dir) {
+        if (::fstat(fd, &st) != 0) {
+            why = dir + ": " + std::strerror(errno);
+        } else if (st.st_uid != ::geteuid()) {
+            why = dir + ": owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+                  std::to_string(::geteuid()) + ")";
+        } else if ((st.st_mode & 022) != 0) {
+            why = dir + ": mode " + octal_mode(st.st_mode) + ": group or others can write it";
+        } else {
+            return fd;
+        }
+        ::close(fd);
+        errno = EPERM;  // not ENOENT: an unsafe directory is not an absent cache
+        return -1;
+    }
+    return fd;
+}
+
 }  // namespace
 
 std::string encode_sessions(const std::vector<cached_session>& entries) {
@@ -142,12 +176,27 @@ std::string encode_sessions(const std::vector<cached_session>& entries) {
     return out;
 }
 
-cache_read read_session_cache(const std::string& path, std::vector<cached_session>& entries,
-                              std::string& raw, std::string& why) {
+cache_read read_session_cache(const std::string& path, bool own_dir,
+                              std::vector<cached_session>& entries, std::string& raw,
+                              std::string& why) {
     entries.clear();
     raw.clear();
+    const int dir_fd = open_cache_dir(path, own_dir, why);
+    if (dir_fd < 0) {
+        if (errno == ENOENT) {
+            why.clear();
+            return cache_read::absent;
+        }
+        return cache_read::unsafe;
+    }
+    const std::size_t slash = path.rfind('/');
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
     // O_NONBLOCK: a FIFO put there must not hold the agent up.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    const int fd =
+        ::openat(dir_fd, base.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    const int open_errno = errno;
+    ::close(dir_fd);
+    errno = open_errno;
     if (fd < 0) {
         if (errno == ENOENT) {
             return cache_read::absent;
@@ -223,42 +272,51 @@ bool write_session_cache(const std::string& path, const std::string& bytes, bool
         why = "cannot make " + dir + ": " + std::strerror(errno);
         return false;
     }
-    const std::size_t slash = path.rfind('/');
-    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    std::string temp = (dir == "/" ? "" : dir) + "/." + base + ".XXXXXX";
-    // 0600 from the start: mkostemp creates it so, whatever the umask.
-    const int fd = ::mkostemp(&temp[0], O_CLOEXEC);
-    if (fd < 0) {
-        why = "cannot write in " + dir + ": " + std::strerror(errno);
+    // Everything below goes through the directory's fd: it stays the one
+    // checked, whatever is renamed around it.
+    const int dir_fd = open_cache_dir(path, make_dir, why);
+    if (dir_fd < 0) {
         return false;
     }
+    const std::size_t slash = path.rfind('/');
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    std::string temp;
+    const int fd = create_unguessable(dir_fd, "." + base + ".", 0600, temp);
+    if (fd < 0) {
+        why = "cannot write in " + dir + ": " + std::strerror(errno);
+        ::close(dir_fd);
+        return false;
+    }
+    // 0600 whatever the umask, which can only narrow it.
+    bool ok = true;
     std::size_t done = 0;
-    while (done < bytes.size()) {
+    while (ok && done < bytes.size()) {
         const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
         if (n < 0 && errno == EINTR) {
             continue;
         }
         if (n <= 0) {
             why = std::string("cannot write it: ") + std::strerror(n < 0 ? errno : EIO);
-            ::close(fd);
-            ::unlink(temp.c_str());
-            return false;
+            ok = false;
+        } else {
+            done += static_cast<std::size_t>(n);
         }
-        done += static_cast<std::size_t>(n);
     }
     // No fsync: it is a cache. A file cut short by a power loss is damaged,
     // which costs one full handshake, not a crash.
-    if (::close(fd) != 0) {
+    if (::close(fd) != 0 && ok) {
         why = std::string("cannot write it: ") + std::strerror(errno);
-        ::unlink(temp.c_str());
-        return false;
+        ok = false;
     }
-    if (::rename(temp.c_str(), path.c_str()) != 0) {
+    if (ok && ::renameat(dir_fd, temp.c_str(), dir_fd, base.c_str()) != 0) {
         why = std::string("cannot replace it: ") + std::strerror(errno);
-        ::unlink(temp.c_str());
-        return false;
+        ok = false;
     }
-    return true;
+    if (!ok) {
+        ::unlinkat(dir_fd, temp.c_str(), 0);
+    }
+    ::close(dir_fd);
+    return ok;
 }
 
 std::string default_session_cache() {

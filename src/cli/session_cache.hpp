@@ -58,13 +58,17 @@ enum class cache_read {
 
 // Reads the cache at `path` into `entries`; `raw` gets the bytes read (to
 // tell whether a rewrite changes anything), `why` the reason for anything
-// but absent and loaded.
-cache_read read_session_cache(const std::string& path, std::vector<cached_session>& entries,
-                              std::string& raw, std::string& why);
+// but absent and loaded. With `own_dir` (the default cache's directory,
+// which the agent makes), a directory that is a symbolic link, not owned by
+// this user or writable by others makes the cache unsafe.
+cache_read read_session_cache(const std::string& path, bool own_dir,
+                              std::vector<cached_session>& entries, std::string& raw,
+                              std::string& why);
 
-// Replaces the cache at `path` with `bytes` (a temporary file renamed over
-// it). With `make_dir`, its directory is made (0700) when missing. False,
-// with `why`, when it could not.
+// Replaces the cache at `path` with `bytes` (a temporary file under a
+// random name, renamed over it). With `make_dir`, its directory is made
+// (0700) when missing, and refused as read_session_cache's `own_dir` says.
+// False, with `why`, when it could not.
 bool write_session_cache(const std::string& path, const std::string& bytes, bool make_dir,
                          std::string& why);
 

@@ -279,6 +279,8 @@ TEST_CASE("cli bad input: usage errors are 64, one line, and touch no node", "[c
     temp_dir dir;
     write_file(dir / "long", std::string(2000, 'p'));
     write_file(dir / "secret-257", std::string(257, 'p') + "\n");
+    ::chmod((dir / "long").c_str(), 0600);
+    ::chmod((dir / "secret-257").c_str(), 0600);
     ::mkdir((dir / "a-directory").c_str(), 0700);
     std::string ten = n;
     for (int i = 1; i < 10; ++i) {
@@ -418,6 +420,9 @@ TEST_CASE("cli: passwords from --password-file and REDISCLI_AUTH", "[cli]") {
     write_file(dir / "pw", "pw");
     write_file(dir / "pw-newline", "pw\n");  // as `echo pw > file` writes it
     write_file(dir / "wrong", "wrong\n");
+    for (const char* name : {"pw", "pw-newline", "wrong"}) {
+        REQUIRE(::chmod((dir / name).c_str(), 0600) == 0);  // as password files must be
+    }
 
     {
         const strings args{"acquire",  "-t", "5s",           "--password-file",

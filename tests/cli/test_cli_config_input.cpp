@@ -123,7 +123,7 @@ TEST_CASE("cli config: bad files are usage errors naming FILE:LINE, and touch no
 
 TEST_CASE("cli config: a password in a file others may read is refused", "[cli][config]") {
     temp_dir dir{"edgelock-config"};
-    const std::string refusal = ": holds a password but is readable by others (chmod 600)";
+    const std::string refusal = ": holds a password but is readable by others (chmod 600 ";
     struct row {
         const char* what;
         std::string text;
@@ -151,7 +151,7 @@ TEST_CASE("cli config: a password in a file others may read is refused", "[cli][
         INFO(w.what << "\n" << show(args, r));
         if (w.refused) {
             CHECK(r.status == exit_usage);
-            CHECK(r.err == "edgelock: " + path + refusal + "\n");
+            CHECK(r.err == "edgelock: " + path + refusal + path + ")\n");
             CHECK(r.out.empty());
         } else {
             CHECK(r.status == 0);

@@ -309,6 +309,7 @@ TEST_CASE("cli: a Sentinel-managed master, alone or in a Redlock with plain node
     temp_dir dir{"edgelock-cli-sentinel"};
     const std::string pw = dir / "sentinel-pw";
     REQUIRE(write_file(pw, "s3cret\n"));
+    REQUIRE(::chmod(pw.c_str(), 0600) == 0);
     const std::string key = "cli-sentinel";
     {
         const strings args{"run", "--sentinel-password-file", pw, "-N", d.url(), key, "--", "true"};

@@ -13,6 +13,7 @@
 
 #ifdef EDGELOCK_TEST_TLS
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,6 +103,19 @@ handshakes handshakes_in(const std::string& err) {
 }
 
 // Lines of stderr that are warnings.
+// How many names a directory holds, . and .. aside.
+int entries_in(const std::string& dir) {
+    DIR* d = ::opendir(dir.c_str());
+    REQUIRE(d != nullptr);
+    int n = 0;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        n += name != "." && name != ".." ? 1 : 0;
+    }
+    ::closedir(d);
+    return n;
+}
+
 long warnings_in(const std::string& err) {
     long n = 0;
     for (const std::string& line : lines_of(err)) {
@@ -217,6 +231,45 @@ TEST_CASE("cli tls session: the default cache is under $XDG_RUNTIME_DIR and none
     CHECK(bare.h.offered == 0);
     const measured again = run_measured(n, n.args({}));
     CHECK(again.h.offered == 0);
+}
+
+TEST_CASE("cli tls session: a default directory that is a link, or not ours, is not used",
+          "[cli][tls][resume]") {
+    tls_certs certs;
+    tls_node n(certs);
+    // Another user's $XDG_RUNTIME_DIR (su without -, sudo -E): its owner
+    // made edgelock a link to a directory of their choosing.
+    const std::string runtime = n.dir / "runtime";
+    const std::string elsewhere = n.dir / "elsewhere";
+    REQUIRE(::mkdir(runtime.c_str(), 0700) == 0);
+    REQUIRE(::mkdir(elsewhere.c_str(), 0700) == 0);
+    run_measured(n, n.args({"--tls-session-cache", elsewhere + "/tls-sessions"}));
+    const std::string before = read_file(elsewhere + "/tls-sessions");
+    REQUIRE_FALSE(before.empty());
+    REQUIRE(::symlink(elsewhere.c_str(), (runtime + "/edgelock").c_str()) == 0);
+    const strings env{"XDG_RUNTIME_DIR=" + runtime};
+
+    const measured linked = run_measured(n, n.args({}), env);
+    INFO(show({}, linked.r));
+    CHECK(linked.h.offered == 0);
+    CHECK(warnings_in(linked.r.err) == 1);  // not read, so not written either
+    CHECK(contains(linked.r.err, runtime + "/edgelock: a symbolic link"));
+    CHECK(read_file(elsewhere + "/tls-sessions") == before);
+    CHECK(entries_in(elsewhere) == 1);  // no temporary left there
+
+    if (::geteuid() != 0) {
+        skip("giving the directory to another user (chown) needs root");
+        return;
+    }
+    // A real directory, but another user's.
+    REQUIRE(::unlink((runtime + "/edgelock").c_str()) == 0);
+    REQUIRE(::rename(elsewhere.c_str(), (runtime + "/edgelock").c_str()) == 0);
+    REQUIRE(::chown((runtime + "/edgelock").c_str(), 65534, 65534) == 0);
+    const measured foreign = run_measured(n, n.args({}), env);
+    INFO(show({}, foreign.r));
+    CHECK(foreign.h.offered == 0);
+    CHECK(contains(foreign.r.err, "owned by uid 65534"));
+    CHECK(read_file(runtime + "/edgelock/tls-sessions") == before);
 }
 
 TEST_CASE("cli tls session: a cache others can open is ignored with a warning, left as it is",
