@@ -1,9 +1,5 @@
 // The agent's shared machinery: its options, its client, the poll loop's
 // turn, what the lock's callback saw, per-node reports and set-up.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +11,7 @@
 #include "holder.hpp"
 #include "job.hpp"
 #include "messages.hpp"
+#include "new_file.hpp"
 #include "service_status.hpp"
 #include "session_cache.hpp"
 #ifdef EDGELOCK_CLI_TLS
@@ -320,25 +317,6 @@ void load_sessions() {
                 e.server_name.c_str(), describe(r));
         }
     }
-}
-#endif
-
-#ifdef EDGELOCK_CLI_TLS
-// True when `path` is a regular file, found without blocking (a FIFO there
-// opens at once with O_NONBLOCK); else `why`. A missing or unreadable file is
-// left for the TLS library to report.
-bool is_regular_file(const std::string& path, std::string& why) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        return true;
-    }
-    struct stat st {};
-    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-    ::close(fd);
-    if (!regular) {
-        why = "not a regular file";
-    }
-    return regular;
 }
 #endif
 

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "new_file.hpp"
+
 namespace edgelock_cli {
 
 namespace {
@@ -31,7 +33,8 @@ bool slurp(const std::string& path, bool missing_ok, config_file& out, std::stri
            std::string& error) {
     // O_NONBLOCK: a FIFO in its place must not hang the agent before it is
     // found not to be a regular file.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st {};
+    const int fd = open_to_read(path, st);
     if (fd < 0) {
         if (errno == ENOENT && missing_ok) {
             return true;
@@ -39,11 +42,8 @@ bool slurp(const std::string& path, bool missing_ok, config_file& out, std::stri
         error = path + ": " + std::strerror(errno);
         return false;
     }
-    struct stat st {};
-    bool ok = ::fstat(fd, &st) == 0;
-    if (!ok) {
-        error = path + ": " + std::strerror(errno);
-    } else if (!S_ISREG(st.st_mode)) {
+    bool ok = true;
+    if (!S_ISREG(st.st_mode)) {
         error = path + ": not a regular file";
         ok = false;
     } else if ((st.st_mode & 022) != 0) {

@@ -12,6 +12,7 @@
 #include "config_file.hpp"
 #include "edgelock/lock.hpp"
 #include "edgelock/node_url.hpp"
+#include "new_file.hpp"
 
 namespace edgelock_cli {
 
@@ -27,15 +28,10 @@ std::string octal(unsigned mode) {
 // file, not open to group or others) is what is read. O_NONBLOCK: a FIFO in
 // its place must not hang the agent before it is found not to be a file.
 bool read_password_file(const std::string& path, std::string& out, std::string& error) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st {};
+    const int fd = open_to_read(path, st);
     if (fd < 0) {
         error = "cannot read password file '" + path + "': " + std::strerror(errno);
-        return false;
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        error = "cannot read password file '" + path + "': " + std::strerror(errno);
-        ::close(fd);
         return false;
     }
     if (!S_ISREG(st.st_mode)) {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <cstddef>
 
@@ -50,6 +51,31 @@ int create_unguessable(int dir_fd, const std::string& prefix, mode_t mode, std::
         }
     }
     return -1;  // errno EEXIST: someone holds every name tried
+}
+
+int open_to_read(const std::string& path, struct stat& st) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd >= 0 && ::fstat(fd, &st) != 0) {
+        const int e = errno;
+        ::close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+bool is_regular_file(const std::string& path, std::string& why) {
+    struct stat st {};
+    const int fd = open_to_read(path, st);
+    if (fd < 0) {
+        return true;
+    }
+    ::close(fd);
+    if (!S_ISREG(st.st_mode)) {
+        why = "not a regular file";
+        return false;
+    }
+    return true;
 }
 
 }  // namespace edgelock_cli
