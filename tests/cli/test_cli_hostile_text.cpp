@@ -158,3 +158,28 @@ TEST_CASE("cli hostile text: status and list show control bytes escaped, on thei
         CHECK_FALSE(starts_with(line, "FAKE"));
     }
 }
+
+TEST_CASE("cli hostile text: a holder's label adds no assignment to the status line",
+          "[cli][escape]") {
+    redis_server srv;
+    redis_client admin(srv.port());
+    temp_dir dir{"edgelock-cli-hostile-notify"};
+    const std::string key = "cli-hostile-notify";
+    hold(admin, key, "host=gw pid=1 label=job\nREADY=1\nSTOPPING=1\nMAINPID=1\x1b[2J", "1500");
+    notify_listener listener(dir / "notify");
+    agent_run waiter({"run", "-w", "10s", "-N", redis_url(srv), key, "--", "true"},
+                     {"NOTIFY_SOCKET=" + listener.name});
+    const run_result r = waiter.finish(15.0);
+    INFO(show(waiter.args, r));
+    CHECK(r.status == 0);  // once the other holder's key expired
+    const std::vector<std::string> got = listener.take();
+    INFO(joined(got));
+    REQUIRE(got.size() >= 2);
+    bool waited = false;
+    for (const std::string& d : got) {
+        CHECK(d.find('\n') == std::string::npos);
+        CHECK(raw_controls(d).empty());
+        waited = waited || starts_with(d, "STATUS=waiting for " + key + ", held by gw pid 1 (job");
+    }
+    CHECK(waited);
+}
