@@ -31,6 +31,15 @@ std::string json_quote(const std::string& s) {
             ++i;
             continue;
         }
+        if (size == 2 && p[i] == 0xc2 && p[i + 1] <= 0x9f) {
+            // A C1 control (U+0080-U+009F): escaped as well, for whoever
+            // prints the document to a terminal.
+            char e[8];
+            std::snprintf(e, sizeof e, "\\u%04x", p[i + 1]);
+            out += e;
+            i += 2;
+            continue;
+        }
         if (size > 1) {
             out.append(s, i, size);
             i += size;
