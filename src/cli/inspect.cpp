@@ -250,7 +250,7 @@ int list_command() {
             scan_node(i, semaphores, keys, truncated, error)) {
             ++scanned;
         } else {
-            say(1, "%s: %s", node_shown(i).c_str(), error.c_str());
+            say(1, "%s: %s", node_shown(i).c_str(), terminal_text(error).c_str());
         }
     }
     const unsigned quorum = driver.node_count() / 2U + 1;
