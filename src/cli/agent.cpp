@@ -14,6 +14,7 @@
 #include "new_file.hpp"
 #include "service_status.hpp"
 #include "session_cache.hpp"
+#include "terminal_text.hpp"
 #ifdef EDGELOCK_CLI_TLS
 #include "edgelock/tls_mbedtls.hpp"
 #endif
@@ -145,7 +146,7 @@ void report_nodes() {
             why = std::string("no reply in time (") + describe(n.state) + ")";
         }
         if (!n.message.empty()) {
-            why += ": " + text(n.message);
+            why += ": " + terminal_text(text(n.message));  // the node's error reply
         } else if (n.code != 0 && n.error == node_error::io_error) {
             why += std::string(": ") + std::strerror(n.code);
         }
@@ -168,11 +169,11 @@ void warn_nodes(bool acquired) {
             say(1,
                 "warning: node %s: maxmemory-policy %s with maxmemory set: Redis may evict the "
                 "lock's key under memory pressure (use noeviction)",
-                node_shown(i).c_str(), text(n.maxmemory_policy).c_str());
+                node_shown(i).c_str(), terminal_text(text(n.maxmemory_policy)).c_str());
         } else if (acquired && n.error == node_error::replica) {
             warned[i] = true;
             say(1, "warning: node %s: %s (%s): it cannot hold the lock", node_shown(i).c_str(),
-                describe(n.error), text(n.message).c_str());
+                describe(n.error), terminal_text(text(n.message)).c_str());
         }
     }
 }

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "holder.hpp"
+#include "json_writer.hpp"
 #include "options.hpp"
 
 namespace edgelock_cli {
@@ -79,19 +79,27 @@ std::string config_source(const options& o) {
 
 int config_command(const options& o) {
     if (o.json) {
-        std::string j =
-            "{\"config\":{\"file\":" +
-            (o.shown.config_file.empty() ? std::string("null") : json_string(o.shown.config_file)) +
-            ",\"from\":" + json_string(o.shown.config_from) +
-            ",\"found\":" + (o.shown.config_found ? "true" : "false") + "},\"settings\":[";
+        json_writer w;
+        w.begin_object().key("config").begin_object().key("file");
+        if (o.shown.config_file.empty()) {
+            w.null();
+        } else {
+            w.string(o.shown.config_file);
+        }
+        w.key("from").string(o.shown.config_from).key("found").boolean(o.shown.config_found);
+        w.end_object().key("settings").begin_array();
         for (unsigned i = 0; i < setting_count; ++i) {
             const setting s = static_cast<setting>(i);
-            j += std::string(i == 0 ? "" : ",") + "{\"key\":" + json_string(setting_name(s)) +
-                 ",\"value\":" + json_string(value_text(s, o)) +
-                 ",\"from\":" + json_string(o.shown[s].from.empty() ? "default" : o.shown[s].from) +
-                 ",\"ignored\":" + (o.shown[s].ignored ? "true" : "false") + "}";
+            w.begin_object()
+                .key("key")
+                .string(setting_name(s))
+                .key("value")
+                .string(value_text(s, o));
+            w.key("from").string(o.shown[s].from.empty() ? "default" : o.shown[s].from);
+            w.key("ignored").boolean(o.shown[s].ignored).end_object();
         }
-        std::printf("%s]}\n", j.c_str());
+        w.end_array().end_object();
+        std::printf("%s\n", w.text().c_str());
     } else {
         std::printf("config = %s  (%s)\n", config_text(o).c_str(), config_source(o).c_str());
         for (unsigned i = 0; i < setting_count; ++i) {

@@ -225,34 +225,21 @@ std::string describe_holder(const holder_info& h, std::time_t now) {
     return s;
 }
 
-std::string json_string(const std::string& v) {
-    std::string s = "\"";
-    for (const char c : v) {
-        const unsigned char u = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            s += '\\';
-            s += c;
-        } else if (u < 0x20) {
-            char b[8];
-            std::snprintf(b, sizeof b, "\\u%04x", u);
-            s += b;
-        } else {
-            s += c;
-        }
-    }
-    return s + "\"";
-}
-
-std::string json_holder(const key_view& k) {
+void json_holder(json_writer& w, const key_view& k) {
     if (!k.has_holder) {
-        return "null";
+        w.null();
+        return;
     }
     const bool digits = !k.holder.pid.empty() && k.holder.pid.size() < 12 &&
                         k.holder.pid.find_first_not_of("0123456789") == std::string::npos;
-    return "{\"host\":" + json_string(k.holder.host) +
-           ",\"pid\":" + (digits ? k.holder.pid : std::string("null")) +
-           ",\"label\":" + json_string(k.holder.label) +
-           ",\"since\":" + std::to_string(k.holder.since_s) + "}";
+    w.begin_object().key("host").string(k.holder.host).key("pid");
+    if (digits) {
+        w.integer_text(k.holder.pid);
+    } else {
+        w.null();
+    }
+    w.key("label").string(k.holder.label);
+    w.key("since").integer(static_cast<long long>(k.holder.since_s)).end_object();
 }
 
 }  // namespace edgelock_cli

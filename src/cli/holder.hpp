@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "edgelock/time.hpp"
+#include "json_writer.hpp"
 
 namespace edgelock_cli {
 
@@ -55,9 +56,7 @@ void inspect_key(std::uint8_t node, const std::string& name, edgelock::instant d
 std::string describe_holder(const holder_info& h, std::time_t now);
 // "3h12m", "5m10s", "42s", "2d3h"
 std::string held_for(std::uint64_t seconds);
-// A JSON string literal of s (quotes included), escaping what JSON requires.
-std::string json_string(const std::string& s);
-// The holder as a JSON object, or null.
-std::string json_holder(const key_view& k);
+// The holder as the next value of w: an object, or null.
+void json_holder(json_writer& w, const key_view& k);
 
 }  // namespace edgelock_cli

@@ -11,6 +11,7 @@
 #include "holder.hpp"
 #include "messages.hpp"
 #include "semaphore_view.hpp"
+#include "terminal_text.hpp"
 
 namespace edgelock_cli {
 
@@ -68,26 +69,36 @@ std::string describe_node(const key_view& k, std::time_t now) {
     return s;
 }
 
-std::string json_node(std::size_t i, const key_view& k) {
-    std::string s =
-        "{\"node\":" + json_string(node_shown(i)) + ",\"state\":" + json_string(state_of(k));
+void json_node(json_writer& w, std::size_t i, const key_view& k) {
+    w.begin_object().key("node").string(node_shown(i)).key("state").string(state_of(k));
     if (!k.error.empty()) {
-        s += ",\"error\":" + json_string(k.error);
+        w.key("error").string(k.error);
     }
     if (holds(k)) {
-        s += ",\"type\":" + json_string(k.type) + ",\"ttl_ms\":" + std::to_string(k.ttl_ms);
-        s += ",\"token\":" + (k.type == "string" ? json_string(k.token) : std::string("null"));
-        if (k.type == "hash") {
-            s += ",\"owners\":[";
-            for (std::size_t j = 0; j < k.owners.size(); ++j) {
-                s += (j == 0 ? "" : ",") + json_string(k.owners[j]);
-            }
-            s += "]";
+        w.key("type").string(k.type).key("ttl_ms").integer(k.ttl_ms).key("token");
+        if (k.type == "string") {
+            w.string(k.token);
+        } else {
+            w.null();
         }
-        s += ",\"holder\":" + json_holder(k);
+        if (k.type == "hash") {
+            w.key("owners").begin_array();
+            for (const std::string& owner : k.owners) {
+                w.string(owner);
+            }
+            w.end_array();
+        }
+        w.key("holder");
+        json_holder(w, k);
     }
-    s += ",\"fencing_counter\":" + (k.has_counter ? k.counter : std::string("null"));
-    return s + "}";
+    // Any client can write the counter: a number only when it is one.
+    w.key("fencing_counter");
+    if (k.has_counter) {
+        w.integer_text(k.counter);
+    } else {
+        w.null();
+    }
+    w.end_object();
 }
 
 // A key edgelock writes beside a lock (a renewal or release mark, a fencing
@@ -204,20 +215,21 @@ int status_command(client_lock& l) {
         return answered < quorum ? unavailable(l) : exit_ok;
     }
     if (opt.json) {
-        std::string s = "{\"key\":" + json_string(opt.key) +
-                        ",\"held\":" + (holding >= quorum ? "true" : "false") +
-                        ",\"holding\":" + std::to_string(holding) +
-                        ",\"node_count\":" + std::to_string(driver.node_count()) +
-                        ",\"quorum\":" + std::to_string(quorum) + ",\"nodes\":[";
+        json_writer w;
+        w.begin_object().key("key").string(opt.key).key("held").boolean(holding >= quorum);
+        w.key("holding").integer(holding).key("node_count").integer(driver.node_count());
+        w.key("quorum").integer(quorum).key("nodes").begin_array();
         for (std::size_t i = 0; i < views.size(); ++i) {
-            s += (i == 0 ? "" : ",") + json_node(i, views[i]);
+            json_node(w, i, views[i]);
         }
-        std::printf("%s]}\n", s.c_str());
+        w.end_array().end_object();
+        std::printf("%s\n", w.text().c_str());
     } else {
-        std::printf("%s: %s (%u of %u nodes hold it, quorum %u)\n", opt.key.c_str(),
+        std::printf("%s: %s (%u of %u nodes hold it, quorum %u)\n", terminal_text(opt.key).c_str(),
                     holding >= quorum ? "held" : "free", holding, driver.node_count(), quorum);
         for (std::size_t i = 0; i < views.size(); ++i) {
-            std::printf("  %s: %s\n", node_shown(i).c_str(), describe_node(views[i], now).c_str());
+            std::printf("  %s: %s\n", node_shown(i).c_str(),
+                        terminal_text(describe_node(views[i], now)).c_str());
         }
     }
     std::fflush(stdout);
@@ -238,12 +250,12 @@ int list_command() {
             scan_node(i, semaphores, keys, truncated, error)) {
             ++scanned;
         } else {
-            say(1, "%s: %s", node_shown(i).c_str(), error.c_str());
+            say(1, "%s: %s", node_shown(i).c_str(), terminal_text(error).c_str());
         }
     }
     const unsigned quorum = driver.node_count() / 2U + 1;
-    std::string json = "{\"locks\":[";
-    bool first = true;
+    json_writer json;
+    json.begin_object().key("locks").begin_array();
     std::set<std::string> listed_semaphores;
     for (const std::string& key : keys) {
         std::string name;
@@ -256,11 +268,10 @@ int list_command() {
             if (listed_semaphores.insert(name).second &&
                 inspect_semaphore(name, views, port::now() + look_time, sem)) {
                 if (opt.json) {
-                    json += (first ? "" : ",") + semaphore_json(sem, quorum);
+                    json.value(semaphore_json(sem, quorum));
                 } else {
-                    std::printf("%s\n", semaphore_line(sem, quorum, now).c_str());
+                    std::printf("%s\n", terminal_text(semaphore_line(sem, quorum, now)).c_str());
                 }
-                first = false;
             }
             continue;
         }
@@ -283,24 +294,28 @@ int list_command() {
             continue;
         }
         if (opt.json) {
-            json += std::string(first ? "" : ",") + "{\"key\":" + json_string(key) +
-                    ",\"held\":" + (holding >= quorum ? "true" : "false") +
-                    ",\"holding\":" + std::to_string(holding) +
-                    ",\"ttl_ms\":" + std::to_string(shown->ttl_ms) + ",\"token\":" +
-                    (shown->type == "string" ? json_string(shown->token) : std::string("null")) +
-                    ",\"holder\":" + json_holder(*shown) + "}";
+            json.begin_object().key("key").string(key).key("held").boolean(holding >= quorum);
+            json.key("holding").integer(holding).key("ttl_ms").integer(shown->ttl_ms).key("token");
+            if (shown->type == "string") {
+                json.string(shown->token);
+            } else {
+                json.null();
+            }
+            json.key("holder");
+            json_holder(json, *shown);
+            json.end_object();
         } else {
             std::string who = shown->has_holder ? "by " + describe_holder(shown->holder, now)
                               : shown->type == "string" ? "token " + shown->token + ", no record"
                                                         : "reentrant, no record";
-            std::printf("%s  %s on %u/%u nodes, ttl %lld ms, %s\n", key.c_str(),
+            std::printf("%s  %s on %u/%u nodes, ttl %lld ms, %s\n", terminal_text(key).c_str(),
                         holding >= quorum ? "held" : "partly held", holding, driver.node_count(),
-                        shown->ttl_ms, who.c_str());
+                        shown->ttl_ms, terminal_text(who).c_str());
         }
-        first = false;
     }
     if (opt.json) {
-        std::printf("%s],\"truncated\":%s}\n", json.c_str(), truncated ? "true" : "false");
+        json.end_array().key("truncated").boolean(truncated).end_object();
+        std::printf("%s\n", json.text().c_str());
     } else if (truncated) {
         std::printf("(more keys match: stopped after %zu; narrow the PATTERN)\n", list_max_keys);
     }

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "new_file.hpp"
+#include "utf8.hpp"
 
 namespace edgelock_cli {
 
@@ -41,20 +42,39 @@ constexpr family families[] = {
 };
 constexpr std::size_t family_count = sizeof families / sizeof families[0];
 
-// A label value as the format wants it: backslash, double quote and newline
-// escaped.
+// A label value as the format wants it: valid UTF-8 (a byte that is not is
+// U+FFFD), backslash, double quote and newline escaped, and no other control
+// byte (a key name from SCAN can hold any): those read as the text \xNN.
 std::string escaped(const std::string& v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(v.data());
     std::string out;
-    for (const char ch : v) {
+    for (std::size_t i = 0; i < v.size();) {
+        const std::size_t size = utf8_sequence(p + i, v.size() - i);
+        const unsigned char ch = p[i];
+        if (size == 0) {
+            out += "\xef\xbf\xbd";
+            ++i;
+            continue;
+        }
+        if (size > 1) {
+            out.append(v, i, size);
+            i += size;
+            continue;
+        }
         if (ch == '\\') {
             out += "\\\\";
         } else if (ch == '"') {
             out += "\\\"";
         } else if (ch == '\n') {
             out += "\\n";
+        } else if (ch < 0x20 || ch == 0x7f) {
+            char e[8];
+            std::snprintf(e, sizeof e, "\\\\x%02x", ch);
+            out += e;
         } else {
-            out += ch;
+            out += static_cast<char>(ch);
         }
+        ++i;
     }
     return out;
 }

@@ -5,6 +5,7 @@
 
 #include "agent.hpp"
 #include "edgelock/lock.hpp"
+#include "terminal_text.hpp"
 
 namespace edgelock_cli {
 
@@ -90,12 +91,13 @@ std::string describe_permit(const permit_on_node& p, std::time_t now) {
     return s;
 }
 
-std::string json_permit(const permit_on_node& p) {
+// A permit's members after "permit" and "holding".
+void json_permit(json_writer& w, const permit_on_node& p) {
     key_view k;  // json_holder's shape
     k.has_holder = p.has_holder;
     k.holder = p.holder;
-    return ",\"ttl_ms\":" + std::to_string(p.ttl_ms) + ",\"token\":" + json_string(p.token) +
-           ",\"holder\":" + json_holder(k);
+    w.key("ttl_ms").integer(p.ttl_ms).key("token").string(p.token).key("holder");
+    json_holder(w, k);
 }
 
 }  // namespace
@@ -154,32 +156,43 @@ unsigned permits_held(const semaphore_view& s, unsigned quorum) {
 void print_semaphore_status(const semaphore_view& s, unsigned quorum, std::time_t now) {
     const unsigned node_count = static_cast<unsigned>(s.nodes.size());
     if (opt.json) {
-        std::string j = "{\"key\":" + json_string(s.name) +
-                        ",\"semaphore\":true,\"limit\":" + std::to_string(s.limit) +
-                        ",\"held\":" + std::to_string(permits_held(s, quorum)) +
-                        ",\"node_count\":" + std::to_string(node_count) +
-                        ",\"quorum\":" + std::to_string(quorum) + ",\"permits\":[";
+        json_writer w;
+        w.begin_object().key("key").string(s.name).key("semaphore").boolean(true);
+        w.key("limit").integer(s.limit).key("held").integer(permits_held(s, quorum));
+        w.key("node_count").integer(node_count).key("quorum").integer(quorum);
+        w.key("permits").begin_array();
         for (std::size_t p = 0; p < static_cast<std::size_t>(s.limit); ++p) {
             unsigned holding = 0;
             const permit_on_node* shown = shown_permit(s, p, holding);
-            j += (p == 0 ? "{" : ",{") + std::string("\"permit\":") + std::to_string(p) +
-                 ",\"held\":" + (holding >= quorum ? "true" : "false") +
-                 ",\"holding\":" + std::to_string(holding) +
-                 (shown != nullptr ? json_permit(*shown) : std::string()) + "}";
+            w.begin_object().key("permit").integer(static_cast<long long>(p));
+            w.key("held").boolean(holding >= quorum).key("holding").integer(holding);
+            if (shown != nullptr) {
+                json_permit(w, *shown);
+            }
+            w.end_object();
         }
-        j += "],\"nodes\":[";
+        w.end_array().key("nodes").begin_array();
         for (std::size_t i = 0; i < s.nodes.size(); ++i) {
             const semaphore_node& n = s.nodes[i];
-            j += (i == 0 ? "{" : ",{") + std::string("\"node\":") + json_string(node_shown(i)) +
-                 ",\"state\":" + json_string(n.error.empty() ? "answered" : "error") +
-                 ",\"limit\":" + (n.limit > 0 ? std::to_string(n.limit) : std::string("null")) +
-                 (n.error.empty() ? std::string() : ",\"error\":" + json_string(n.error)) + "}";
+            w.begin_object().key("node").string(node_shown(i));
+            w.key("state").string(n.error.empty() ? "answered" : "error").key("limit");
+            if (n.limit > 0) {
+                w.integer(n.limit);
+            } else {
+                w.null();
+            }
+            if (!n.error.empty()) {
+                w.key("error").string(n.error);
+            }
+            w.end_object();
         }
-        std::printf("%s]}\n", j.c_str());
+        w.end_array().end_object();
+        std::printf("%s\n", w.text().c_str());
         return;
     }
-    std::printf("%s: semaphore of %d permits, %u held (quorum %u of %u nodes)\n", s.name.c_str(),
-                s.limit, permits_held(s, quorum), quorum, node_count);
+    std::printf("%s: semaphore of %d permits, %u held (quorum %u of %u nodes)\n",
+                terminal_text(s.name).c_str(), s.limit, permits_held(s, quorum), quorum,
+                node_count);
     for (std::size_t p = 0; p < static_cast<std::size_t>(s.limit); ++p) {
         unsigned holding = 0;
         const permit_on_node* shown = shown_permit(s, p, holding);
@@ -189,12 +202,12 @@ void print_semaphore_status(const semaphore_view& s, unsigned quorum, std::time_
                                : std::string(holding >= quorum ? "held" : "partly held") + " on " +
                                      std::to_string(holding) + "/" + std::to_string(node_count) +
                                      " nodes, " + describe_permit(*shown, now);
-        std::printf("  permit %zu: %s\n", p, line.c_str());
+        std::printf("  permit %zu: %s\n", p, terminal_text(line).c_str());
     }
     for (std::size_t i = 0; i < s.nodes.size(); ++i) {
         const semaphore_node& n = s.nodes[i];
         if (!n.error.empty()) {
-            std::printf("  %s: %s\n", node_shown(i).c_str(), n.error.c_str());
+            std::printf("  %s: %s\n", node_shown(i).c_str(), terminal_text(n.error).c_str());
         } else if (n.limit != 0 && n.limit != s.limit) {
             std::printf("  %s: limit %d\n", node_shown(i).c_str(), n.limit);
         }
@@ -217,21 +230,23 @@ std::string semaphore_line(const semaphore_view& s, unsigned quorum, std::time_t
     return who.empty() ? line : line + " (" + who + ")";
 }
 
-std::string semaphore_json(const semaphore_view& s, unsigned quorum) {
-    std::string j = "{\"key\":" + json_string(s.name) +
-                    ",\"semaphore\":true,\"limit\":" + std::to_string(s.limit) +
-                    ",\"held\":" + std::to_string(permits_held(s, quorum)) + ",\"permits\":[";
-    bool first = true;
+json_writer semaphore_json(const semaphore_view& s, unsigned quorum) {
+    json_writer w;
+    w.begin_object().key("key").string(s.name).key("semaphore").boolean(true);
+    w.key("limit").integer(s.limit).key("held").integer(permits_held(s, quorum));
+    w.key("permits").begin_array();
     for (std::size_t p = 0; p < static_cast<std::size_t>(s.limit); ++p) {
         unsigned holding = 0;
         const permit_on_node* shown = shown_permit(s, p, holding);
         if (shown != nullptr) {
-            j += std::string(first ? "{" : ",{") + "\"permit\":" + std::to_string(p) +
-                 ",\"holding\":" + std::to_string(holding) + json_permit(*shown) + "}";
-            first = false;
+            w.begin_object().key("permit").integer(static_cast<long long>(p));
+            w.key("holding").integer(holding);
+            json_permit(w, *shown);
+            w.end_object();
         }
     }
-    return j + "]}";
+    w.end_array().end_object();
+    return w;
 }
 
 bool is_permit_key(const std::string& key) {

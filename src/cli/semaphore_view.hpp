@@ -49,7 +49,7 @@ unsigned permits_held(const semaphore_view& s, unsigned quorum);
 void print_semaphore_status(const semaphore_view& s, unsigned quorum, std::time_t now);
 // list: its line ("NAME  semaphore, ..."), or its JSON object.
 std::string semaphore_line(const semaphore_view& s, unsigned quorum, std::time_t now);
-std::string semaphore_json(const semaphore_view& s, unsigned quorum);
+json_writer semaphore_json(const semaphore_view& s, unsigned quorum);
 
 // Whether key is a semaphore's permit key (a companion, not listed), and
 // whether it is a semaphore's permits hash (name: the semaphore's name).

@@ -31,7 +31,17 @@ size_t format_line(char* line, const char* format, va_list args) {
     if (n < 0) {
         return 0;
     }
-    return sizeof head - 1 + (static_cast<size_t>(n) < room ? static_cast<size_t>(n) : room - 1);
+    const size_t size =
+        sizeof head - 1 + (static_cast<size_t>(n) < room ? static_cast<size_t>(n) : room - 1);
+    // The text holds keys and holder records read from Redis: a newline in
+    // one would start an assignment of its own (READY=1, MAINPID=...).
+    for (size_t i = sizeof head - 1; i < size; ++i) {
+        const unsigned char c = static_cast<unsigned char>(line[i]);
+        if (c < 0x20 || c == 0x7f) {
+            line[i] = '?';
+        }
+    }
+    return size;
 }
 
 void send_line(const char* line, size_t size) {

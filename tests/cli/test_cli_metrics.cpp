@@ -391,3 +391,25 @@ TEST_CASE("cli metrics: promtool checks the files when the build has it", "[cli]
                 .status == 0);
     checked(file);  // promtool's verdict included
 }
+
+TEST_CASE("cli metrics: a key's control bytes and bytes that are not UTF-8 are escaped",
+          "[cli][metrics][escape]") {
+    redis_server srv;
+    temp_dir dir;
+    const std::string file = dir / "edgelock.prom";
+    // A label value must be UTF-8, and a raw \r or ESC is no text for the
+    // collector or a person reading the file.
+    const std::string odd = "metrics\rcr\x1b[2J\xff";
+    const std::string odd_escaped = "metrics\\\\x0dcr\\\\x1b[2J\xef\xbf\xbd";
+    REQUIRE(
+        agent({"run", "--metrics-file", file, "-N", redis_url(srv), odd, "--", "true"}).status ==
+        0);
+    const std::string text = read_file(file);
+    INFO(text);
+    CHECK(text.find('\r') == std::string::npos);
+    CHECK(text.find('\x1b') == std::string::npos);
+    CHECK(text.find('\xff') == std::string::npos);
+    CHECK(text.find("{key=\"" + odd_escaped + "\"}") != std::string::npos);
+    const exposition e = checked(file);
+    check_families(e, odd_escaped);
+}
