@@ -45,10 +45,11 @@
 //
 // A lock's requests to one node keep their order across its connections: one
 // waits while another of the same lock is in flight on another connection of
-// that node. Without it, a try that timed out behind an ASK has its cleanup
-// (a release by the same token) answered ASK by the migrating master, and
-// sent on after the next try has acquired on the importing master: the
-// cleanup would then delete the lock the client holds.
+// that node. A try that timed out behind an ASK has its cleanup answered ASK
+// by the migrating master, and sent on after the next try has acquired on the
+// importing master. Each round has its own token (lock.hpp), so that cleanup
+// no longer matches the next try's key; the order keeps what a node sees of
+// one lock as simple to reason about as one connection's.
 //
 // What a map or an answer says is detail::cluster_router's to read
 // (cluster_router.cpp); applying it to the locks and connections is here.
