@@ -221,8 +221,11 @@ void net::close(int fd) {
 }
 
 bool net::closed_by_client(std::uint64_t id) const {
-    return id >= 1 && id <= conns_.size() && conns_[id - 1]->fd < 0 &&
-           conns_[id - 1]->state == conn_state::open;
+    if (id < 1 || id > conns_.size()) {
+        return false;
+    }
+    const connection& c = *conns_[static_cast<std::size_t>(id - 1)];  // below size(): fits
+    return c.fd < 0 && c.state == conn_state::open;
 }
 
 std::uint8_t net::readiness(const wait_entry& e, const connection* c) const {
