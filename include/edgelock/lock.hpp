@@ -389,8 +389,8 @@ private:
     instant validity_;     // the last hold's, still told once its timer is stopped
     instant key_gone_at_;  // retry_wait, polling: when the holder's key can be gone
     // retry_wait: a waiter backing off (lock_rounds.cpp) until backoff_until_,
-    // hearing pushes from the nodes that said busy, or none.
-    enum class backoff : std::uint8_t { none, busy_nodes, deaf };
+    // woken by a push from a node that said busy (delay) or by none (deaf).
+    enum class backoff : std::uint8_t { none, delay, deaf };
     instant backoff_until_;
     backoff backoff_ = backoff::none;
     // No retry round begins at or after it. Not a timer: nothing happens when it
@@ -420,7 +420,6 @@ private:
     bool lost_ = false;                // the current acquisition ended in lost
     bool contended_ = false;           // a round of this acquisition found the key taken
     bool woken_ = false;               // the key changed while this acquire round was out
-    bool woken_busy_ = false;          // ...told by a node after it said busy in the round
     bool polling_ = false;             // retry_wait: the retry is the told waiter's poll
     bool hint_try_ = false;            // this round: tried at once on a node's hint
     bool collided_before_ = false;     // the last round collided with contenders (lock_rounds.cpp)

@@ -33,11 +33,6 @@ void lock::handle_late(slot& s, req kind, std::uint32_t round, bool success) noe
     // Any other round's key is nobody's: its compare-and-delete (a reentrant
     // one: its own hold's field) can touch nothing else, in any state.
     queue_cleanup(s, round);
-    if (state_ == lock_state::retry_wait && round == (token_round_ & round_mask)) {
-        // The round that just failed busy was split after all: the next
-        // collision is the second in a row (lock_rounds.cpp).
-        collided_before_ = true;
-    }
 }
 
 lock_errc lock::set_node_caps(std::uint8_t node, lock_node_caps caps) noexcept {

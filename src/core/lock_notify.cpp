@@ -22,21 +22,15 @@ lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
     }
     pace_.told(node);
     if (state_ == lock_state::acquiring) {
-        // Again as soon as this round ends busy. From a node that already
-        // said busy in it, news of its holder (lock_rounds.cpp).
-        if (node < node_count_ && (slots_[node].flags & slot_said_busy) != 0) {
-            woken_busy_ = true;
-        } else {
-            woken_ = true;
-        }
+        woken_ = true;  // again as soon as this round ends busy
         return lock_errc::ok;
     }
     polling_ = false;
     hint_try_ = false;  // the next round is the push's, whatever it asks for
-    // Not before a backing-off waiter's delay (lock_rounds.cpp), unless the
-    // push comes from a node that said busy and may be heard.
+    // Not before the delay of a waiter that collided twice in a row
+    // (lock_rounds.cpp); after one collision a push is heard at once.
     const bool heard =
-        backoff_ == backoff::none || (backoff_ == backoff::busy_nodes && node < node_count_ &&
+        backoff_ == backoff::none || (backoff_ == backoff::delay && node < node_count_ &&
                                       (slots_[node].flags & slot_said_busy) != 0);
     const instant at = latest(pace_.next_try(now, options_.retry_min, options_.retry_max),
                               heard ? now : backoff_until_);
@@ -81,8 +75,7 @@ lock_errc lock::on_told(std::uint8_t node, instant now) noexcept {
         return lock_errc::ok;
     }
     slots_[node].flags = static_cast<std::uint16_t>(slots_[node].flags | slot_told);
-    if (state_ == lock_state::acquiring || polling_ || woken_ || woken_busy_ || hint_try_ ||
-        busy_ttl_ms_ < 0) {
+    if (state_ == lock_state::acquiring || polling_ || woken_ || hint_try_ || busy_ttl_ms_ < 0) {
         // The round's end reads it; or already timed so (a hint's try: now).
         return lock_errc::ok;
     }

@@ -176,18 +176,17 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     // win is not followed by another at once (a hint from a split round is
     // tried at once: it names another permit). A push from a node that said
     // busy still starts the next round at once (its holder let go: the
-    // collision may have been a release still on its way to some nodes); a
-    // push from any other node (another waiter's cleanup there) does not.
-    // From the second collision in a row, no push does.
-    // Collided: a node said yes (one that says it only after the busy ones
-    // decided the round counts for the next one: lock_io.cpp, handle_late),
-    // or this was a try on a hint.
+    // collision may be a release still on its way to some nodes); a push from
+    // any other node (another waiter's cleanup there), or heard while the
+    // round was out, does not. A semaphore that collides twice in a row hears
+    // no push until its delay ends (its waiters' partial permits are on nodes
+    // that said busy to each other).
     const bool after_hint = hint_try_;
     const bool collided = busy && (tally_.yes != 0 || after_hint);
-    const bool deaf = collided && collided_before_;
+    const bool deaf = collided && collided_before_ && options_.permits != 0;
     hint_try_ = false;
     collided_before_ = collided;
-    backoff_ = deaf ? backoff::deaf : collided ? backoff::busy_nodes : backoff::none;
+    backoff_ = deaf ? backoff::deaf : collided ? backoff::delay : backoff::none;
     std::uint64_t backoff_us = 0;
     if (backoff_ != backoff::none && tries_left_ > 0 &&
         !random_between(random_, options_.retry_min.us, options_.retry_max.us, backoff_us)) {
@@ -195,12 +194,13 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
         tries_left_ = 0;
     }
     backoff_until_ = now + duration::micros(backoff_us);
-    // A push heard during the round from a node after it said busy is news
-    // (its holder let go); any other is heard only when nothing collided.
-    const bool heard = woken_busy_ ? !deaf : woken_ && !collided;
+    // A push heard during the round wakes the waiter at once unless it
+    // collided twice in a row: a release may still be on its way to nodes
+    // that said busy.
+    const bool heard = woken_ && !collided;
     const instant told_at = latest(pace_.next_try(now, options_.retry_min, options_.retry_max),
                                    heard ? now : backoff_until_);
-    if (tries_left_ > 0 && (woken_ || woken_busy_) && told_at < wait_deadline_) {
+    if (tries_left_ > 0 && woken_ && told_at < wait_deadline_) {
         // The key changed meanwhile: again at once, or as soon as a noisy
         // server's pushes (told_pace.hpp) or the backoff allow.
         timers_.set(timer::retry, told_at);
