@@ -420,6 +420,7 @@ private:
     bool lost_ = false;                // the current acquisition ended in lost
     bool contended_ = false;           // a round of this acquisition found the key taken
     bool woken_ = false;               // the key changed while this acquire round was out
+    bool woken_after_busy_ = false;    // ... told by a node after it said busy this round
     bool polling_ = false;             // retry_wait: the retry is the told waiter's poll
     bool hint_try_ = false;            // this round: tried at once on a node's hint
     bool collided_before_ = false;     // the last round collided with contenders (lock_rounds.cpp)

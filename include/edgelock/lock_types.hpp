@@ -171,8 +171,8 @@ struct lock_options {
     // waiter a server tells of the key's changes tries again when told. A
     // round split between contenders (some nodes ours, others busy), and a
     // semaphore's try on a node's hint that did not win, wait the random
-    // delay unless a node that said busy tells of a change, so contenders
-    // fall out of step.
+    // delay unless a node that said busy tells of a change after it did, so
+    // contenders fall out of step.
     // The same delay spaces renew rounds that failed for want of replies.
     std::uint32_t max_tries = 1;
     duration wait = duration::seconds(10);

@@ -300,6 +300,7 @@ void lock::start_acquire_round(instant now) noexcept {
     busy_ttl_ms_ = -1;
     timers_.stop(timer::retry);
     woken_ = false;
+    woken_after_busy_ = false;
     pace_.start(now);
     --tries_left_;
     token_round_ = round_ + 1;  // the round start_round opens: its own token

@@ -23,6 +23,11 @@ lock_errc lock::on_key_changed(std::uint8_t node, instant now) noexcept {
     pace_.told(node);
     if (state_ == lock_state::acquiring) {
         woken_ = true;  // again as soon as this round ends busy
+        // News from a node that already said busy: its answer came before
+        // the change (a push before it is already in it).
+        if (node < node_count_ && (slots_[node].flags & slot_said_busy) != 0) {
+            woken_after_busy_ = true;
+        }
         return lock_errc::ok;
     }
     polling_ = false;

@@ -175,11 +175,12 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     // random retry delay (backoff_until_), and a try on a hint that did not
     // win is not followed by another at once (a hint from a split round is
     // tried at once: it names another permit). A push from a node that said
-    // busy still starts the next round at once (its holder let go: the
-    // collision may be a release still on its way to some nodes); a push from
-    // any other node (another waiter's cleanup there), or heard while the
-    // round was out, does not. A semaphore that collides twice in a row hears
-    // no push until its delay ends (its waiters' partial permits are on nodes
+    // busy, heard after it did, still starts the next round at once (its
+    // holder let go: the collision may be a release still on its way to some
+    // nodes); a push from any other node (another waiter's cleanup there), or
+    // one a node sent before it said busy (its answer already saw that
+    // change), does not. A semaphore that collides twice in a row hears no
+    // push until its delay ends (its waiters' partial permits are on nodes
     // that said busy to each other).
     const bool after_hint = hint_try_;
     const bool collided = busy && (tally_.yes != 0 || after_hint);
@@ -195,9 +196,9 @@ void lock::fail_acquisition(lock_failure reason, instant now) noexcept {
     }
     backoff_until_ = now + duration::micros(backoff_us);
     // A push heard during the round wakes the waiter at once unless it
-    // collided twice in a row: a release may still be on its way to nodes
-    // that said busy.
-    const bool heard = woken_ && !collided;
+    // collided, where only a busy node's word after its answer does (and
+    // none after a semaphore's second collision in a row).
+    const bool heard = woken_ && (!collided || (woken_after_busy_ && !deaf));
     const instant told_at = latest(pace_.next_try(now, options_.retry_min, options_.retry_max),
                                    heard ? now : backoff_until_);
     if (tries_left_ > 0 && woken_ && told_at < wait_deadline_) {

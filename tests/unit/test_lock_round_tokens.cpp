@@ -202,12 +202,17 @@ TEST_CASE("a Redlock round split between contenders waits its retry delay",
     instant now{1000000};
     started st(3, now, retrying(lock_mode::plain));
     edgelock::lock& l = st.l;
-    // Node 0 ours, 1 and 2 another's; node 1 pushes while the round is out.
+    // Node 0 ours, 1 and 2 another's; node 1 pushes while the round is out,
+    // before its answer (which, on the same connection, already saw that
+    // change), and node 0 after its own.
     for (std::uint8_t n = 0; n < 3; ++n) {
         const sent s = take(l, n);
-        reply(l, n, s.tag, n == 0 ? yes : "*2\r\n:0\r\n:900\r\n", now);
         if (n == 1) {
             REQUIRE(l.on_key_changed(1, now) == lock_errc::ok);
+        }
+        reply(l, n, s.tag, n == 0 ? yes : "*2\r\n:0\r\n:900\r\n", now);
+        if (n == 0) {
+            REQUIRE(l.on_key_changed(0, now) == lock_errc::ok);
         }
     }
     // Not at once: the retry delay.
@@ -245,6 +250,25 @@ TEST_CASE("a Redlock round split between contenders waits its retry delay",
     REQUIRE(l.state() == lock_state::retry_wait);
     REQUIRE(l.on_key_changed(2, now) == lock_errc::ok);
     CHECK(l.state() == lock_state::acquiring);
+}
+
+TEST_CASE("a split Redlock round told by a busy node after its answer tries again at once",
+          "[lock][tokens][backoff]") {
+    instant now{1000000};
+    started st(3, now, retrying(lock_mode::plain));
+    edgelock::lock& l = st.l;
+    // Node 0 ours, 1 and 2 another's, whose release reaches node 1 just
+    // after node 1 answered busy (another client's Redlock release, node by
+    // node), before node 2 answers: that is news, not the collision's echo.
+    for (std::uint8_t n = 0; n < 3; ++n) {
+        const sent s = take(l, n);
+        reply(l, n, s.tag, n == 0 ? yes : "*2\r\n:0\r\n:900\r\n", now);
+        if (n == 1) {
+            REQUIRE(l.on_key_changed(1, now) == lock_errc::ok);
+        }
+    }
+    REQUIRE(l.state() == lock_state::retry_wait);
+    CHECK(l.next_deadline() == now);
 }
 
 TEST_CASE("a semaphore's try on a hint that did not win waits its retry delay",
