@@ -10,9 +10,10 @@
 // runs while X's does. As a plain lock and as a semaphore of one permit.
 //
 // Each step waits on an event, not on a time: the proxy holding X's first
-// bytes; X's job's start mark; the proxy having ended X's first connection,
-// which it does only after delivering everything queued on it and the server
-// closing it (Redis executes what it read before it sees the end). Then
+// bytes (until the test lets them go); X's job's start mark; the proxy having
+// ended X's first connection, which it does only after delivering everything
+// queued on it and the server closing it (Redis executes what it read before
+// it sees the end). Then
 // either the key still holds X's token, and X's job is let go, or it does
 // not, and Y is given the lock's waiting time to start. The jobs' own marks
 // judge: Y's job notes whether X's job had ended (X's job marks its end on
@@ -38,12 +39,12 @@ using namespace edgelock_test;  // the helpers of tests/cli and tests/integratio
 
 namespace {
 
-// Client to server. At -t 1s the connect allowance is 200 ms: X's first
-// set-up cannot be answered in it, and its second connection (after a
-// backoff of at most 100 ms) acquires some 300 ms after the first one's
-// bytes were held, over a second before they land: room for a slow machine
-// between X's job starting and the test seeing it.
-constexpr int delay_ms = 1500;
+// Client to server: X's first connection's bytes are held until the test
+// lets them go (the proxy's longest delay, cut short by `deliver`). At -t 1s
+// the connect allowance is 200 ms: X's first set-up is not answered in it,
+// and X connects again (after a backoff of at most 100 ms) and acquires
+// while those bytes wait, however slow the machine.
+constexpr int hold_ms = 600000;
 constexpr int tries = 3;
 
 // A number from the proxy's status line ("ended=3" -> 3).
@@ -90,7 +91,7 @@ void late_bytes_try(fault_proxy& proxy, redis_client& admin, const std::string& 
 
     const long long accepted = proxy_field(proxy, "accepted");
     const long long ended = proxy_field(proxy, "ended");
-    REQUIRE(proxy.command("delay up " + std::to_string(delay_ms)));
+    REQUIRE(proxy.command("delay up " + std::to_string(hold_ms)));
     agent_run x(args(x_job), {});
     // X's first connection's bytes are in the proxy: from now on, new bytes
     // pass at once, those keep their schedule.
@@ -105,7 +106,9 @@ void late_bytes_try(fault_proxy& proxy, redis_client& admin, const std::string& 
     REQUIRE(!x_token.empty());
 
     agent_run y(args(y_job), {});
-    // The first connection ended: all it carried was executed.
+    // Land X's first connection's acquire and cleanup now, while X holds
+    // and Y waits. Then its end: all it carried was executed.
+    REQUIRE(proxy.command("deliver up"));
     REQUIRE(wait_for([&] { return proxy_field(proxy, "ended") > ended; }, 10.0));
     const std::string after = hold_value(admin, name, semaphore);
     CHECK(after == x_token);

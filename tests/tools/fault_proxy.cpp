@@ -24,6 +24,8 @@
 //                         read goes MS + uniform[0,JIT] ms after it was read,
 //                         but never before an earlier chunk (order is kept);
 //                         with split and trickle too. `delay both 0` clears it
+//   deliver DIR           every chunk queued in DIR (up, down or both) is due
+//                         now: a long delay held the bytes until the test says
 //   blackhole             read nothing, send nothing, connect nothing upstream
 //                         (TCP backpressure holds the data: nothing is lost);
 //                         leaving it forwards everything held, in order
@@ -608,6 +610,24 @@ std::string proxy::execute(const std::string& line) {
             delay_[d] = delay_spec{a, b};
         }
         return "OK";
+    }
+    if (cmd == "deliver") {
+        if (args != 1 || (w[1] != "up" && w[1] != "down" && w[1] != "both")) {
+            return "ERR usage: deliver up|down|both";
+        }
+        const int first = w[1] == "down" ? down : up;
+        const int last = w[1] == "up" ? up : down;
+        const std::int64_t now = edgelock_test::mono_ns();
+        std::size_t n = 0;
+        for (conn& c : conns_) {
+            for (int d = first; d <= last; ++d) {
+                for (chunk& ch : c.q[d]) {
+                    ch.due = std::min(ch.due, now);
+                    ++n;
+                }
+            }
+        }
+        return "OK chunks=" + std::to_string(n);
     }
     if (cmd == "trickle") {
         if (args != 1) {
