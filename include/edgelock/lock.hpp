@@ -231,6 +231,11 @@ public:
     void on_timeout(instant now) noexcept;
     // Everything in flight on the node's connection is gone.
     lock_errc on_disconnected(std::uint8_t node, instant now) noexcept;
+    // The node cannot be reached now (down, backing off): the round's
+    // request for it, not yet sent, counts as a "no" without being sent (so
+    // nothing of it is to be undone), even behind a cleanup, which stays
+    // queued for when the node is back.
+    lock_errc on_unreachable(std::uint8_t node, instant now) noexcept;
     // The request with this tag did not run (a Cluster's MOVED or ASK): it
     // goes out again from poll_transmit(node), in the same round and before
     // the same deadline, for the driver to send where the node said. Left
@@ -253,9 +258,8 @@ public:
     lock_transmit poll_transmit(std::uint8_t node, char* buf, std::size_t capacity) noexcept;
     instant next_deadline() const noexcept;  // instant::never() when nothing is pending
     // What poll_transmit(node) would hand out next, without taking it: a
-    // driver uses it to connect a node on demand, and to fail a round's request
-    // at once on a node it knows is down (poll it, then on_disconnected) while
-    // leaving a cleanup queued for when the node is back.
+    // driver uses it to connect a node on demand (and fails a round's
+    // request at once on a node it knows is down with on_unreachable).
     enum class outgoing : std::uint8_t { none, request, cleanup };
     // A compare-and-delete of the current acquisition's key (a semaphore:
     // whichever permit holds its token) as EVAL, without the marks, written
@@ -277,6 +281,11 @@ public:
     std::uint8_t quorum() const noexcept { return quorum_; }
     // As configured (max_tries and wait as the last set_retry left them).
     const lock_options& options() const noexcept { return options_; }
+    // How long an acquire, fence or release round waits for its nodes:
+    // node_timeout, or without one half of what the ttl leaves after the
+    // drift allowance (lock_options::node_timeout). A renew round without
+    // node_timeout waits until the validity deadline.
+    duration round_allowance() const noexcept;
     // The current round's token: the lock's value in plain, fenced and
     // semaphore modes (a reentrant hold's field), and once held the hold's.
     // Every acquire round has its own (see "Tokens" above).

@@ -122,7 +122,7 @@ enum class lock_errc : std::uint8_t {
     owner_too_long,    // longer than lock_max_owner
     holder_too_long,   // lock_options::holder longer than lock_max_holder
     bad_ttl,           // under 1 ms, above lock_max_ttl_ms, or eaten by drift
-    bad_node_timeout,  // zero, or not shorter than the ttl
+    bad_node_timeout,  // not shorter than the ttl
     bad_drift,         // drift_ppm above lock_max_drift_ppm
     bad_retry,         // max_tries 0, or retry_min > retry_max
     bad_mode_option,   // renew_resurrects outside plain mode
@@ -132,7 +132,8 @@ enum class lock_errc : std::uint8_t {
     not_held,          // renew or release of a lock that is not held
     bad_node,          // node index not below the configured node count
     buffer_too_small,  // poll_transmit: nothing written, size says how much is needed
-    bad_replicas,      // min_replicas with a replica_timeout of 0 or not below node_timeout
+    bad_replicas,      // min_replicas with a replica_timeout of 0 or not below the round's
+                       // allowance (node_timeout, or half the ttl)
     bad_permits,       // permits above lock_max_permits, with the reentrant mode or
                        // renew_resurrects, or more than a request can name for a name this
                        // long (see lock_max_request)
@@ -151,10 +152,17 @@ struct lock_options {
     // modes.
     std::uint8_t permits = 0;
     duration ttl = duration::seconds(10);
-    // Per request; small against the ttl (the spec suggests 5-50 ms for 10 s).
-    // A NOSCRIPT retry, or the script after a SET that found the key taken,
-    // must fit in the same window.
-    duration node_timeout = duration::millis(50);
+    // How long a round waits for its nodes' replies. 0 (the default): as
+    // long as the lock can use them, whatever the link: an acquire, fence or
+    // release round half of what the ttl leaves after the drift allowance (a
+    // lock granted then still has half its ttl), a renew round until the
+    // hold's validity ends (a late renew is not a failed one: a lost packet
+    // is resent by TCP, and a round still counts once decided). A round
+    // still ends as soon as its quorum is won or out of reach. Nonzero: that
+    // fixed bound per round, below the ttl (the Redlock spec suggests 5-50 ms
+    // for 10 s on a LAN); a NOSCRIPT retry, or the script after a SET that
+    // found the key taken, must fit in it.
+    duration node_timeout{};
     // Clock drift allowance: ttl * drift_ppm / 10^6 + drift_fixed (Redlock: 1% + 2 ms).
     std::uint32_t drift_ppm = 10000;
     duration drift_fixed = duration::millis(2);
@@ -166,14 +174,13 @@ struct lock_options {
     // token, which no later round has), left to its ttl.
     bool renew_resurrects = false;
     // Acquire rounds before giving up (1 = try once), all begun within `wait`
-    // of the acquire() call (the last one may end up to its node_timeout
-    // later), separated by a random delay in [retry_min, retry_max]; a
-    // waiter a server tells of the key's changes tries again when told. A
-    // round split between contenders (some nodes ours, others busy), and a
-    // semaphore's try on a node's hint that did not win, wait the random
-    // delay unless a node that said busy tells of a change after it did, so
-    // contenders fall out of step.
-    // The same delay spaces renew rounds that failed for want of replies.
+    // of the acquire() call (the last one may end up to its round's
+    // allowance later, lock::round_allowance), separated by a random delay in [retry_min,
+    // retry_max]; a waiter a server tells of the key's changes tries again when told. A round split
+    // between contenders (some nodes ours, others busy), and a semaphore's try on a node's hint
+    // that did not win, wait the random delay unless a node that said busy tells of a change after
+    // it did, so contenders fall out of step. The same delay spaces renew rounds that failed for
+    // want of replies.
     std::uint32_t max_tries = 1;
     duration wait = duration::seconds(10);
     duration retry_min = duration::millis(50);
@@ -190,7 +197,7 @@ struct lock_options {
     // a lock; it does not close it (see README, "Replicas"): fencing does.
     // The one-command SET acquire is not used with it, and its scripts go as
     // EVAL (a NOSCRIPT would hold the connection for a WAIT that says
-    // nothing). replica_timeout must be below node_timeout, which bounds the
+    // nothing). replica_timeout must be below the round's allowance, which bounds the
     // whole request.
     std::uint8_t min_replicas = 0;
     duration replica_timeout = duration::millis(25);
@@ -286,7 +293,7 @@ struct lock_node_caps {
     // acquisition's next try then waits for the word (on_key_changed, and
     // on_key_renewed for a renew) and polls only as a fallback, just after
     // the holder's remaining ttl (its PTTL; retry_min at least), and once
-    // more a node_timeout before the wait ends. False: it polls at the retry
+    // more a retry_max before the wait ends. False: it polls at the retry
     // delay.
     bool told = false;
     // The slot is migrating and the request goes by ASK to the node taking

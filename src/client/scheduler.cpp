@@ -342,8 +342,9 @@ void client_base::service(instant now) noexcept {
                 begin(*l, now);
             }
         }
-        // Requests: out on ready connections; failed at once on nodes that
-        // are down (a cleanup stays queued for when the node is back).
+        // Requests: out on ready connections; failed at once, unsent, on
+        // nodes that are down, even behind a cleanup (which stays queued for
+        // when the node is back): a round waits only for nodes that may answer.
         for (std::uint8_t n = 0; n < conn_count_; ++n) {
             detail::connection& c = conns_[n];
             if (c.state == node_state::ready || c.state == node_state::handshake) {
@@ -351,12 +352,15 @@ void client_base::service(instant now) noexcept {
             } else if ((c.state == node_state::backoff || c.state == node_state::down) &&
                        c.node != no_connection) {
                 for (client_lock* l = locks_; l != nullptr; l = l->next_) {
-                    if (serves(n, *l) && l->machine_.next_send(c.node) == lock::outgoing::request) {
-                        char scratch[lock_max_request];
-                        l->machine_.poll_transmit(c.node, scratch, sizeof scratch);
-                        l->machine_.on_disconnected(c.node, now);
-                        pump_events(*l, now);
-                        ++churn_;
+                    if (serves(n, *l) && l->machine_.next_send(c.node) != lock::outgoing::none) {
+                        const lock_state before = l->machine_.state();
+                        const lock::outgoing next = l->machine_.next_send(c.node);
+                        l->machine_.on_unreachable(c.node, now);
+                        if (l->machine_.state() != before ||
+                            l->machine_.next_send(c.node) != next) {
+                            pump_events(*l, now);
+                            ++churn_;
+                        }
                     }
                 }
             }

@@ -78,7 +78,7 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
         redlock_drift(options.ttl, options.drift_ppm, options.drift_fixed) >= options.ttl) {
         return lock_errc::bad_ttl;
     }
-    if (options.node_timeout.us == 0 || options.node_timeout >= options.ttl) {
+    if (options.node_timeout >= options.ttl) {
         return lock_errc::bad_node_timeout;
     }
     if (options.max_tries == 0 || options.retry_min > options.retry_max) {
@@ -87,8 +87,12 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
     if (options.renew_resurrects && options.mode != lock_mode::plain) {
         return lock_errc::bad_mode_option;
     }
+    const duration drift = redlock_drift(options.ttl, options.drift_ppm, options.drift_fixed);
+    const duration allowance = options.node_timeout.us != 0
+                                   ? options.node_timeout
+                                   : duration::micros((options.ttl.us - drift.us) / 2);
     if (options.min_replicas > 0 &&
-        (options.replica_timeout.ms() == 0 || options.replica_timeout >= options.node_timeout)) {
+        (options.replica_timeout.ms() == 0 || options.replica_timeout >= allowance)) {
         return lock_errc::bad_replicas;
     }
     if (options.permits != 0) {
@@ -346,6 +350,14 @@ void lock::start_renew_round(instant now) noexcept {
     // the hold, and the round with it, first (a renew that wins after the
     // validity ended proves nothing about the gap).
     start_round(req::renew, now);
+}
+
+duration lock::round_allowance() const noexcept {
+    if (options_.node_timeout.us != 0) {
+        return options_.node_timeout;
+    }
+    const duration drift = redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed);
+    return duration::micros((options_.ttl.us - drift.us) / 2);
 }
 
 lock_errc lock::release(instant now) noexcept {

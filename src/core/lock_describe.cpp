@@ -28,7 +28,7 @@ const char* describe(lock_errc code) noexcept {
     case lock_errc::bad_ttl:
         return "ttl must be in [1 ms, lock_max_ttl_ms] and exceed the drift";
     case lock_errc::bad_node_timeout:
-        return "node timeout must be non-zero and below the ttl";
+        return "node timeout must be below the ttl";
     case lock_errc::bad_drift:
         return "drift_ppm above lock_max_drift_ppm";
     case lock_errc::bad_retry:

@@ -365,6 +365,22 @@ lock_errc lock::on_disconnected(std::uint8_t node, instant now) noexcept {
     return lock_errc::ok;
 }
 
+lock_errc lock::on_unreachable(std::uint8_t node, instant now) noexcept {
+    if (state_ == lock_state::unconfigured) {
+        return lock_errc::not_configured;
+    }
+    if (node >= node_count_) {
+        return lock_errc::bad_node;
+    }
+    slot& s = slots_[node];
+    if (round_open() && s.send != req::none && (s.flags & slot_in_flight) == 0 &&
+        s.answer == vote::waiting) {
+        count_vote(s, silent_vote(s));
+        decide(now);
+    }
+    return lock_errc::ok;
+}
+
 lock_errc lock::undo(std::uint8_t node, std::uint32_t tag, const resp_node* nodes,
                      std::size_t count, instant now) noexcept {
     if (state_ == lock_state::unconfigured) {

@@ -120,12 +120,14 @@ bool lock::told() const noexcept {
 bool lock::poll_at(instant now, std::int64_t ttl_ms, instant& at) noexcept {
     if (ttl_ms >= 0) {
         // Told: just after the key can be gone (PTTL counts whole ms), not
-        // sooner than retry_min, or once more as the wait ends, leaving that
-        // round its node_timeout. The waiter's own read then finds the key
+        // sooner than retry_min, or once more as the wait ends, a retry_max
+        // before (or the round's allowance, if shorter). The waiter's own read then finds the key
         // expired, whether or not the server's expiry cycle has told it yet.
         const duration ttl = duration::millis(static_cast<std::uint64_t>(ttl_ms) + 1);
         at = now + (ttl > options_.retry_min ? ttl : options_.retry_min);
-        const std::uint64_t margin = options_.node_timeout.us + 1;
+        const duration allowance = round_allowance();
+        const std::uint64_t margin =
+            (allowance < options_.retry_max ? allowance : options_.retry_max).us + 1;
         const instant last{wait_deadline_.us > margin ? wait_deadline_.us - margin : 0};
         at = earliest(at, last > now ? last : at);
         return true;

@@ -17,7 +17,10 @@ void lock::start_round(req kind, instant now) noexcept {
     ++round_;
     round_kind_ = kind;
     round_t0_ = now;
-    timers_.set(timer::round, now + options_.node_timeout);
+    // A renew without a fixed node_timeout waits while the hold is valid:
+    // its validity timer, not this one, says when it is lost.
+    const bool to_validity = kind == req::renew && options_.node_timeout.us == 0;
+    timers_.set(timer::round, to_validity ? latest(validity_, now) : now + round_allowance());
     tally_ = redlock_tally{};
     tally_.nodes = node_count_;
     tally_.quorum = quorum_;

@@ -342,8 +342,6 @@ int case_errors_lock_options(void) {
     LOCK_REFUSED("t", EDGELOCK_ERR_LOCK_TTL);
 
     edgelock_lock_options_init(&lo);
-    lo.node_timeout_ms = 0;
-    LOCK_REFUSED("t", EDGELOCK_ERR_LOCK_NODE_TIMEOUT);
     lo.ttl_ms = 1000;
     lo.node_timeout_ms = 1000;
     LOCK_REFUSED("t", EDGELOCK_ERR_LOCK_NODE_TIMEOUT);

@@ -177,7 +177,9 @@ TEST_CASE("a failover is followed after READONLY once the sentinels know",
     g.promote(to, true, sim::old_master::demoted, false);
     n.at(n.now() + duration::millis(300), [&g] { g.tell(0); });
     const std::uint64_t refused = n.node(old).lock_requests();
-    REQUIRE(l.start_acquire(10, duration::seconds(2)) == client_errc::ok);
+    // Tries enough for the wait: while the node is between masters each
+    // fails at once, a retry delay apart.
+    REQUIRE(l.start_acquire(1000, duration::seconds(2)) == client_errc::ok);
     REQUIRE(loop.run_for(duration::millis(800)));
     REQUIRE(l.held());
     CHECK(n.node(old).lock_requests() > refused);  // met READONLY there first
