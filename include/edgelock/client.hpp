@@ -89,12 +89,17 @@ namespace edgelock {
 struct client_options {
     // Lookup of the host name, connect plus set-up (AUTH, SELECT, ...) of one
     // node; a redis-sentinel:// node's asking of its sentinels included.
-    duration connect_timeout = duration::seconds(1);
+    // Sized for a slow link (a satellite's 600 ms round trip, a SYN lost and
+    // resent after 1 s and 2 s more): once the socket is up, a node whose
+    // set-up is unanswered 1 s plus six times the connect's round trip later
+    // is failed sooner, as stuck.
+    duration connect_timeout = duration::seconds(5);
     // redis-sentinel:// nodes: how long one sentinel has to say where the
     // master is before the next is asked (the one that answers is asked
     // first next time), and a sentinel's own user and password when it has
-    // them (the URL's are the master's).
-    duration sentinel_timeout = duration::millis(250);
+    // them (the URL's are the master's). Two round trips of a slow link and
+    // a resend.
+    duration sentinel_timeout = duration::seconds(2);
     str_view sentinel_username;
     str_view sentinel_password;
     // Wait before reconnecting a node that failed: doubling from min to max,

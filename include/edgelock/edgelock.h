@@ -173,8 +173,8 @@ const char* edgelock_strerror(int code);
 /* --- the client --------------------------------------------------------- */
 
 struct edgelock_client_options {
-    uint32_t connect_timeout_ms;  /* lookup, connect and set-up of a node (1000) */
-    uint32_t sentinel_timeout_ms; /* one sentinel's answer (250) */
+    uint32_t connect_timeout_ms;  /* lookup, connect and set-up of a node (5000) */
+    uint32_t sentinel_timeout_ms; /* one sentinel's answer (2000) */
     uint32_t reconnect_min_ms;    /* backoff between attempts: doubling from min (100) */
     uint32_t reconnect_max_ms;    /* to max (2000) */
     uint32_t stall_timeout_ms;    /* a connection silent this long is made again (5000) */
@@ -345,7 +345,7 @@ struct edgelock_lock_options {
     int mode;                    /* EDGELOCK_MODE_* (plain) */
     unsigned permits;            /* 0: a lock; 1..16: a semaphore of that many permits (0) */
     uint32_t ttl_ms;             /* (10000) */
-    uint32_t node_timeout_ms;    /* one request's bound (50) */
+    uint32_t node_timeout_ms;    /* a round's bound; 0: from the ttl, as the lock can use (0) */
     uint32_t drift_ppm;          /* clock drift: ttl * ppm / 10^6 + drift_fixed_ms (10000) */
     uint32_t drift_fixed_ms;     /* (2) */
     unsigned quorum;             /* 0: nodes / 2 + 1 */

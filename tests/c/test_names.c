@@ -119,8 +119,8 @@ int case_names(void) {
     struct edgelock_client_options co;
     memset(&co, 0x5a, sizeof co);
     edgelock_client_options_init(&co);
-    CHECK_INT(co.connect_timeout_ms, ==, 1000);
-    CHECK_INT(co.sentinel_timeout_ms, ==, 250);
+    CHECK_INT(co.connect_timeout_ms, ==, 5000);
+    CHECK_INT(co.sentinel_timeout_ms, ==, 2000);
     CHECK_INT(co.reconnect_min_ms, ==, 100);
     CHECK_INT(co.reconnect_max_ms, ==, 2000);
     CHECK_INT(co.stall_timeout_ms, ==, 5000);
@@ -137,7 +137,7 @@ int case_names(void) {
     CHECK_INT(lo.mode, ==, EDGELOCK_MODE_PLAIN);
     CHECK_INT(lo.permits, ==, 0);
     CHECK_INT(lo.ttl_ms, ==, 10000);
-    CHECK_INT(lo.node_timeout_ms, ==, 50);
+    CHECK_INT(lo.node_timeout_ms, ==, 0); /* from the ttl */
     CHECK_INT(lo.drift_ppm, ==, 10000);
     CHECK_INT(lo.drift_fixed_ms, ==, 2);
     CHECK_INT(lo.quorum, ==, 0);
