@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent.hpp"
+#include "edgelock/redlock.hpp"
 #include "holder.hpp"
 #include "job.hpp"
 #include "messages.hpp"
@@ -134,13 +135,30 @@ const lock_event& ended_with(const client_lock& l) {
     return l.outcome().result.error == client_errc::ok ? l.outcome().result.event : watch.last;
 }
 
+namespace {
+
+// What one try may spend on connecting and on each round: half of what the
+// ttl leaves after the drift allowance, the library's round allowance with
+// no node_timeout (lock_options). A lock granted within it still has half
+// its ttl; a slow link's late reply (a segment TCP resends after 200 ms or
+// more, a SYN after 1 s) still counts, where a fixed cap failed the try.
+duration try_allowance(duration ttl) {
+    const lock_options d;  // the agent keeps the library's drift allowance
+    const duration drift = redlock_drift(ttl, d.drift_ppm, d.drift_fixed);
+    return duration::micros(ttl.us > drift.us ? (ttl.us - drift.us) / 2 : 0);
+}
+
+}  // namespace
+
 // Why nodes failed, one line each, before exit 69 or 1.
-void report_nodes() {
+int report_nodes() {
+    int said = 0;
     for (std::uint8_t i = 0; i < driver.node_count(); ++i) {
         const node_info n = driver.node(i);
         if (n.state == node_state::ready && n.error == node_error::none) {
             continue;
         }
+        ++said;
         std::string why = describe(n.error);
         if (n.error == node_error::none) {
             why = std::string("no reply in time (") + describe(n.state) + ")";
@@ -152,6 +170,7 @@ void report_nodes() {
         }
         say(1, "node %s: %s", node_shown(i).c_str(), why.c_str());
     }
+    return said;
 }
 
 // What a node's set-up found that Redis cannot promise, once per node: a
@@ -181,7 +200,14 @@ void warn_nodes(bool acquired) {
 int unavailable(const client_lock& l) {
     say(1, "no quorum of nodes reachable (%u of %u needed)", l.machine().quorum(),
         driver.node_count());
-    report_nodes();
+    if (report_nodes() == 0) {
+        // Connected, and still no answer when the try's time was up.
+        say(1,
+            "no answer within the %llu ms a try has at -t %llu ms (half the ttl): a slower "
+            "link needs a longer ttl",
+            static_cast<unsigned long long>(try_allowance(opt.ttl).ms()),
+            static_cast<unsigned long long>(opt.ttl.ms()));
+    }
     return exit_unavailable;
 }
 
@@ -229,38 +255,19 @@ int not_acquired(const client_lock& l, const lock_event& ev) {
 
 namespace {
 
-// How long a node has for one request: a tenth of the ttl, within
-// [50 ms, 1 s] (half the ttl when that is shorter). Room for a gateway's
-// uplink, small against the ttl as Redlock asks.
-duration node_allowance(duration ttl) {
-    std::uint64_t t = ttl.us / 10;
-    t = t < 50000 ? 50000 : (t > 1000000 ? 1000000 : t);
-    if (t >= ttl.us) {
-        t = ttl.us / 2;
-    }
-    return duration::micros(t);
-}
-
-// How long a node has to look its host up, connect and set up: twice a
-// request's (a connect takes a round trip more, two more with TLS), at most
-// 1 s. So one try (-w 0) ends within three tenths of the ttl, 2 s at most,
-// whatever the nodes and the name server do.
-duration connect_allowance(duration ttl) {
-    const duration twice = duration::micros(2 * node_allowance(ttl).us);
-    return twice < duration::seconds(1) ? twice : duration::seconds(1);
-}
-
 // The lock as the options describe it; the lock keeps it from then on.
 lock_options lock_options_from(const options& o) {
     lock_options lo;
     lo.mode = o.fencing ? lock_mode::fenced : lock_mode::plain;
     lo.permits = static_cast<std::uint8_t>(o.permits);
     lo.ttl = o.ttl;
-    const std::uint64_t t = node_allowance(o.ttl).us;
-    lo.node_timeout = duration::micros(t);
-    // WAIT gets half of each request's time, in whole milliseconds.
+    // No node_timeout: each round waits as long as the lock can use its
+    // replies (try_allowance; a renew until the validity ends).
+    // WAIT is the server's own wait for its replicas, whatever the link: a
+    // twentieth of the ttl within [25 ms, 500 ms], in whole milliseconds.
     lo.min_replicas = static_cast<std::uint8_t>(o.min_replicas);
-    lo.replica_timeout = duration::millis(t / 2000);
+    const std::uint64_t wait_ms = o.ttl.ms() / 20;
+    lo.replica_timeout = duration::millis(wait_ms < 25 ? 25 : wait_ms > 500 ? 500 : wait_ms);
     lo.wait = o.wait;
     lo.max_tries = o.wait.us == 0 ? 1 : UINT32_MAX;
     // Who holds it, beside the lock (status, list): for the commands that
@@ -370,11 +377,14 @@ int setup(client_lock& l) {
         urls.emplace_back(u.data(), u.size());
     }
     client_options co;
-    co.connect_timeout = connect_allowance(opt.ttl);
-    // A sentinel has half of it to connect and answer (the library's 250 ms
-    // is less than one round trip of a satellite link); the other half is
-    // the master's connect and set-up, or the next sentinel's turn.
-    co.sentinel_timeout = duration::micros(co.connect_timeout.us / 2);
+    // Nine tenths of a try: a node whose connect or set-up cannot finish
+    // fails, with its reason, before the try's round gives up on it.
+    co.connect_timeout = duration::micros(try_allowance(opt.ttl).us / 10 * 9);
+    // A sentinel has half of it to connect and answer, 2 s at most (two
+    // round trips of a satellite link and a resend); the rest is the
+    // master's connect and set-up, or the next sentinel's turn.
+    const duration half = duration::micros(co.connect_timeout.us / 2);
+    co.sentinel_timeout = half < duration::seconds(2) ? half : duration::seconds(2);
     if (opt.have_password) {
         co.password = str_view(opt.password.data(), opt.password.size());
     }
@@ -422,10 +432,10 @@ int setup(client_lock& l) {
         return exit_usage;
     }
     l.set_callback(on_lock_event, nullptr);
-    // A quorum is enough to start; a slow node gets the lock's node_timeout.
-    // By connect_timeout every node is set up or has failed. A node counts
-    // once its set-up is written: the acquire goes in the same flight.
-    driver.open(port::now() + co.connect_timeout, l.machine().quorum());
+    // No wait for the nodes here: the operation starts at once and its
+    // round's allowance (the same as connect_timeout) covers the connects
+    // too, so one try takes one allowance, not two. A node's request goes
+    // as soon as its set-up is written, in the same flight.
     warn_nodes(false);
     return exit_ok;
 }
@@ -503,9 +513,13 @@ void save_tls_sessions() {
 #endif
 }
 
-// How long any one operation may take, all nodes and retries included.
+// How long any one operation may take, all nodes and retries included: a
+// backstop past the rounds' own bounds (a connect and a round, each within
+// try_allowance, after the wait), so that the lock's own failure, with its
+// reasons, is what ends a try.
 instant op_bound(duration extra) {
-    return port::now() + duration::seconds(3) + extra;
+    const duration allowance = try_allowance(opt.ttl);
+    return port::now() + extra + allowance + allowance + duration::seconds(1);
 }
 
 }  // namespace edgelock_cli

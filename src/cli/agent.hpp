@@ -42,7 +42,7 @@ bool turn(edgelock::instant until, bool watch_signals, bool& signalled);
 const edgelock::lock_event& ended_with(const edgelock::client_lock& l);
 
 // Every failing node's reason, one line each.
-void report_nodes();
+int report_nodes();  // how many nodes it named
 // Warnings about what a node's set-up found, once per node; replicas only
 // once `acquired` (else they are among the reasons of a failure).
 void warn_nodes(bool acquired);

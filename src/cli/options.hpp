@@ -40,6 +40,7 @@ struct options {
     unsigned min_replicas = 0;         // WAIT for this many replicas after acquire and renew
     edgelock::duration renew_every{};  // 0: ttl / 3
     edgelock::duration grace = edgelock::duration::seconds(5);
+    bool grace_given = false;       // set by the command line or the file, not the default
     edgelock::duration max_hold{};  // run: the job is stopped once held this long; 0: never
     std::string password;           // from password-file, password or $REDISCLI_AUTH
     std::string sentinel_password;  // from sentinel-password-file

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent.hpp"
+#include "edgelock/redlock.hpp"
 #include "holder.hpp"
 #include "job.hpp"
 #include "messages.hpp"
@@ -109,7 +110,7 @@ std::string semaphore_holders(const std::vector<key_view>& views, instant bound)
 void say_waiting(const client_lock& l) {
     std::string who = "another holder";
     if (service_status_wanted() && opt.permits != 0) {
-        const instant bound = port::now() + l.machine().options().node_timeout;
+        const instant bound = port::now() + l.machine().round_allowance();
         std::vector<key_view> views(driver.node_count());
         for (std::uint8_t i = 0; i < driver.node_count() && port::now() < bound; ++i) {
             inspect_key(i, opt.key, bound, views[i]);
@@ -120,7 +121,7 @@ void say_waiting(const client_lock& l) {
         return;
     }
     if (service_status_wanted()) {
-        const instant bound = port::now() + l.machine().options().node_timeout;
+        const instant bound = port::now() + l.machine().round_allowance();
         for (std::uint8_t i = 0; i < driver.node_count() && port::now() < bound; ++i) {
             key_view k;
             inspect_key(i, opt.key, bound, k);
@@ -217,6 +218,28 @@ int await_acquisition(client_lock& l) {
     return 0;
 }
 
+// SIGTERM to SIGKILL: --grace, or less where it would not fit. A job is
+// stopped a grace before the validity ends unless a renewal extended it; a
+// renew goes renew_every after the last one and must have room to come
+// back, late on a slow link, before then: the grace takes at most half of
+// what the validity has left when a renew goes. Said once when shortened
+// (at -v only when the grace is the default).
+duration fitted_grace(const client_lock& l) {
+    const lock_options& o = l.machine().options();
+    const duration every =
+        opt.renew_every.us != 0 ? opt.renew_every : duration::micros(o.ttl.us / 3);
+    const duration drift = redlock_drift(o.ttl, o.drift_ppm, o.drift_fixed);
+    const std::uint64_t spent = every.us + drift.us;
+    const duration fit = duration::micros(o.ttl.us > spent ? (o.ttl.us - spent) / 2 : 0);
+    if (opt.grace <= fit) {
+        return opt.grace;
+    }
+    say(opt.grace_given ? 1 : 2,
+        "--grace %llu ms does not fit a renewal at this ttl: SIGKILL comes %llu ms after SIGTERM",
+        static_cast<unsigned long long>(opt.grace.ms()), static_cast<unsigned long long>(fit.ms()));
+    return fit;
+}
+
 int run_job(client_lock& l, run_times& t) {
     if (!install_agent_signals()) {
         say(0, "cannot set up signal handling: %s", std::strerror(errno));
@@ -241,6 +264,7 @@ int run_job(client_lock& l, run_times& t) {
         return exit_software;
     }
     say_holding(l, j.leader());
+    const duration grace = fitted_grace(l);
     bool stopped_for_lock = false;  // SIGTERM went to the job for the lock's sake
     instant kill_at = instant::never();
     instant give_up_at = instant::never();
@@ -249,13 +273,13 @@ int run_job(client_lock& l, run_times& t) {
     const instant max_hold_at =
         opt.max_hold.us != 0 ? port::now() + opt.max_hold : instant::never();
     for (;;) {
-        // At risk (renewals failing): the job gets its SIGTERM a grace before
-        // the validity ends, so that SIGKILL, if needed, lands while the lock
-        // is still ours, before anyone else can hold it.
+        // Unless a renewal extends the validity first (one failing, or one
+        // not answered yet), the job gets its SIGTERM a grace before it
+        // ends, so that SIGKILL, if needed, lands while the lock is still
+        // ours, before anyone else can hold it.
         instant term_at = instant::never();
-        if (watch.at_risk && !stopped_for_lock) {
-            term_at =
-                instant{watch.validity.us > opt.grace.us ? watch.validity.us - opt.grace.us : 0};
+        if (!stopped_for_lock) {
+            term_at = instant{watch.validity.us > grace.us ? watch.validity.us - grace.us : 0};
         }
         const instant recheck =
             j.needs_polling() ? port::now() + duration::millis(100) : instant::never();
@@ -297,31 +321,33 @@ int run_job(client_lock& l, run_times& t) {
             break;
         }
         const instant now = port::now();
-        const bool risk_due = watch.at_risk && !watch.lost && term_at <= now;
+        const bool risk_due = !watch.lost && term_at <= now;
         if ((watch.lost || risk_due) && !stopped_for_lock) {
             stopped_for_lock = true;
-            const duration left = watch.validity - now;
-            const duration grace = left < opt.grace ? left : opt.grace;
+            const duration left = watch.validity > now ? watch.validity - now : duration{};
+            const duration kill_in = left < grace ? left : grace;
             say(1, "stopping the command (SIGTERM, SIGKILL in %llu ms)%s",
-                static_cast<unsigned long long>(grace.ms()),
-                watch.lost ? "" : ": the lock may be lost by then");
+                static_cast<unsigned long long>(kill_in.ms()),
+                watch.lost      ? ""
+                : watch.at_risk ? ": renewals failed, the lock may be lost by then"
+                                : ": no renewal answered in time, the lock may be lost by then");
             service_status("stopping the command: %s %s", opt.key.c_str(),
                            watch.lost ? "lost" : "may be lost before it ends");
             j.signal(SIGTERM);
             j.signal(SIGCONT);
-            kill_at = earliest(kill_at, now + grace);
+            kill_at = earliest(kill_at, now + kill_in);
         }
         if (now >= max_hold_at && !stopped_for_lock) {
             // The lock is still ours: SIGKILL lands within its validity.
             stopped_for_lock = true;
             const duration left = watch.validity > now ? watch.validity - now : duration{};
-            const duration grace = left < opt.grace ? left : opt.grace;
+            const duration kill_in = left < grace ? left : grace;
             say(1, "'%s' held for --max-hold: stopping the command (SIGTERM, SIGKILL in %llu ms)",
-                opt.key.c_str(), static_cast<unsigned long long>(grace.ms()));
+                opt.key.c_str(), static_cast<unsigned long long>(kill_in.ms()));
             service_status("stopping the command: %s held for --max-hold", opt.key.c_str());
             j.signal(SIGTERM);
             j.signal(SIGCONT);
-            kill_at = earliest(kill_at, now + grace);
+            kill_at = earliest(kill_at, now + kill_in);
         }
         if (now >= kill_at) {
             j.signal(SIGKILL);

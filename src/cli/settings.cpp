@@ -71,6 +71,7 @@ bool duration_setting(setting s, const std::string& name, const std::string& v, 
         return true;
     default:
         o.grace = d;
+        o.grace_given = true;
         return true;
     }
 }

@@ -107,8 +107,12 @@ TEST_CASE("cli cluster hostile: MOVED to itself under a held lock bounds its ren
     temp_dir dir{"edgelock-cli-cluster-renew"};
     fake_cluster_masters fake("grant-then-moved", dir);
     // The first renew, a third of the ttl after the acquire, misses its
-    // quorum: the agent says why, stops the job and releases. A renew round
-    // or two and the release, each request sent at most five times.
+    // quorum: the agent says why, stops the job a grace before the validity
+    // ends (the grace that fits, 327 ms) and releases. Renew rounds a retry
+    // delay (50-200 ms) apart until the job is gone, at most a whole
+    // validity (about 20 of them), and the release, each request sent at
+    // most five times and once more on the redirect's own round: a loop
+    // that did not stop would send thousands.
     const strings args{"run", "-t", "1s", "-N", fake.url(), "cluster-renew", "--", "sleep", "3"};
     const run_result r = agent(args);
     std::map<std::string, long> t = fake.counted();
@@ -117,7 +121,7 @@ TEST_CASE("cli cluster hostile: MOVED to itself under a held lock bounds its ren
     CHECK(t["SET"] == 0);  // the acquire went as the script, with the holder record
     CHECK(r.status == exit_lost);
     CHECK(contains(r.err, "redirected 5 times in one round (last: MOVED "));
-    CHECK(t["EVALSHA"] + t["EVAL"] <= 15);
+    CHECK(t["EVALSHA"] + t["EVAL"] <= 130);
     CHECK(t["CLUSTER SLOTS"] <= 3);
 }
 

@@ -114,8 +114,10 @@ TEST_CASE("cli fds: the agent with more than 18 live fds", "[cli][fds][asan]") {
     CHECK(r.seconds < bound);
     CHECK((r.status == exit_unavailable || r.status == exit_conflict));
     CHECK_FALSE(sanitizer_report(r.err));
-    // Why it failed.
+    // Why it failed: the redirects, or a round still following them when
+    // the try's time was up.
     CHECK(contains(r.err, "no quorum of nodes reachable"));
-    CHECK(contains(r.err, "redirected 5 times in one round (last: MOVED "));
+    CHECK((contains(r.err, "redirected 5 times in one round (last: MOVED ") ||
+           contains(r.err, "no answer within the ")));
     CHECK(ring.server->running());  // and the ring outlived its client
 }

@@ -65,9 +65,10 @@ TEST_CASE("cli tls faults: every byte in its own segment: the job runs", "[cli][
 
 TEST_CASE("cli tls faults: a trickling link ends within the connect timeout, named", "[cli][tls]") {
     tls_setup t;
-    // One byte per 5 ms: the server's first flight alone takes seconds.
+    // One byte per 5 ms: the server's first flight alone takes seconds,
+    // past the connect's share of a try at -t 4s (1.8 s).
     REQUIRE(t.proxy.command("trickle 5"));
-    const strings args = t.run("tls-trickle", {}, {"echo", "ran"});
+    const strings args = t.run("tls-trickle", {"-t", "4s"}, {"echo", "ran"});
     const run_result r = agent(args);
     INFO(show(args, r));
     CHECK(r.status == exit_unavailable);
