@@ -231,14 +231,16 @@ fuzz-smoke: fuzz-build
 # redis-cli), then BENCHMARKS.md rewritten with the figures. hiredis and
 # valgrind are for the benchmarks only: installed here, not by make test;
 # redis-tools (redis-cli) usually comes with redis-server, named here since
-# the slow-link section needs it.
+# the slow-link section needs it; python3-redis is the lossy-link section's
+# peer (redis-py), LOSSY_RUNS its runs per profile.
+LOSSY_RUNS ?= 30
 bench:
-	@sh tests/tools/deps.sh libhiredis-dev valgrind redis-tools
+	@sh tests/tools/deps.sh libhiredis-dev valgrind redis-tools python3-redis
 	cmake -S . -B $(BUILD)/bench -DCMAKE_BUILD_TYPE=Release -DEDGELOCK_TESTS=OFF \
 	    -DEDGELOCK_EXAMPLES=OFF -DEDGELOCK_CLI=ON -DEDGELOCK_INSTALL=OFF \
 	    -DEDGELOCK_BENCH_REQUIRE_PEERS=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD)/bench -j $(JOBS)
-	JOBS=$(JOBS) sh tests/bench/run.sh $(BUILD)
+	JOBS=$(JOBS) LOSSY_RUNS=$(LOSSY_RUNS) sh tests/bench/run.sh $(BUILD)
 
 # --- the demo: agents taking turns on local redis-servers it starts itself ------
 demo: deps

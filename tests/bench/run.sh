@@ -2,8 +2,9 @@
 # Runs every benchmark and writes BENCHMARKS.md: the machine, the command,
 # a summary of the targets, then one section per measurement, in the order
 # of the list in issue 7 (1-8), then TLS (9), then one job on a slow link
-# (10), and on Sentinel and Cluster nodes there (11). Usage:
-# tests/bench/run.sh BUILD_DIR, after the benchmarks were built
+# (10), and on Sentinel and Cluster nodes there (11), then the agent beside
+# redis-py on a lossy link (12; LOSSY_RUNS runs per profile, default 30).
+# Usage: tests/bench/run.sh BUILD_DIR, after the benchmarks were built
 # in BUILD_DIR/bench (make bench does both).
 # BENCHMARKS.md is replaced only when every benchmark succeeded.
 set -eu
@@ -31,6 +32,7 @@ run handoff "$bin/bench_handoff"
 run tls "$bin/bench_tls"
 run slow_link "$bin/bench_slow_link"
 run slow_topology "$bin/bench_slow_topology"
+run lossy_link "$bin/bench_lossy_link" --runs "${LOSSY_RUNS:-30}"
 run footprint sh tests/bench/footprint.sh "$build"
 elapsed=$(($(date +%s) - started))
 
@@ -69,7 +71,7 @@ benchmarks measure; no test asserts a timing. Rerun \`make bench\` to refresh th
 |---|---|---|
 EOF
     # Every section states its targets on lines "Target: TEXT: **met|missed** (FIGURE)."
-    for f in resp_decode cycle redlock many_locks handoff footprint tls slow_link slow_topology; do
+    for f in resp_decode cycle redlock many_locks handoff footprint tls slow_link slow_topology lossy_link; do
         awk '
             /^## / { section = substr($0, 4) }
             /^Target/ {
@@ -92,7 +94,7 @@ EOF
             }' "$out/$f.md"
     done
     echo
-    for f in resp_decode cycle redlock many_locks handoff footprint tls slow_link slow_topology; do
+    for f in resp_decode cycle redlock many_locks handoff footprint tls slow_link slow_topology lossy_link; do
         cat "$out/$f.md"
         echo
     done
