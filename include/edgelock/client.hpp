@@ -90,9 +90,10 @@ struct client_options {
     // Lookup of the host name, connect plus set-up (AUTH, SELECT, ...) of one
     // node; a redis-sentinel:// node's asking of its sentinels included.
     // Sized for a slow link (a satellite's 600 ms round trip, a SYN lost and
-    // resent after 1 s and 2 s more): once the socket is up, a node whose
-    // set-up is unanswered 1 s plus six times the connect's round trip later
-    // is failed sooner, as stuck.
+    // resent after 1 s and 2 s more). The connect's own round trip says
+    // nothing of the set-up's: a link's proxy (a satellite's TCP accelerator,
+    // a VPN or TLS endpoint) answers the connect at once and Redis seconds
+    // later.
     duration connect_timeout = duration::seconds(5);
     // redis-sentinel:// nodes: how long one sentinel has to say where the
     // master is before the next is asked (the one that answers is asked

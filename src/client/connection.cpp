@@ -386,14 +386,6 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     }
     c.setup_first = holds_setup(n);
     c.setup.start(c.address, options_);
-    // The set-up's answer takes a round trip, as the connect did, and a lost
-    // segment at most a few of TCP's resends (200 ms and more, doubling): a
-    // server silent past that is not slow but stuck. connect_timeout, sized
-    // for the slowest link, still bounds it.
-    const duration rtt = now - c.dialed;
-    const instant stuck_at = now + duration::seconds(1) + duration::micros(6 * rtt.us);
-    c.timers.set(connection_timer::connect,
-                 earliest(c.timers.get(connection_timer::connect), stuck_at));
     queue_setup(n, now);
 }
 
