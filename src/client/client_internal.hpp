@@ -61,6 +61,16 @@ inline void wipe(char* buf, std::size_t size) {
 }
 
 // The decoder limits for replies: the compile-time ones, within the buffer.
+// How long a queued operation waits for nodes still connecting before its
+// round starts without them: node_timeout, or a quarter of the round's
+// allowance (an eighth of the ttl), so that a Redlock's slower nodes (a
+// Sentinel node asks its sentinels first) take part in the round, and one
+// that cannot connect does not hold it up long.
+inline duration begin_wait(const lock& machine) {
+    const duration fixed = machine.options().node_timeout;
+    return fixed.us != 0 ? fixed : duration::micros(machine.round_allowance().us / 4);
+}
+
 inline resp_limits reply_limits() {
     resp_limits l;
     l.max_bulk = EDGELOCK_CLIENT_RX_BUFFER;

@@ -118,7 +118,7 @@ client_errc client_lock::start(op kind, instant now, std::uint32_t max_tries,
         }
     }
     queued_ = kind;
-    timers_.set(timer::begin_by, now + machine_.options().node_timeout);
+    timers_.set(timer::begin_by, now + detail::begin_wait(machine_));
     running_ = op::none;
     outcome_ = op_outcome{};
     outcome_.started = static_cast<op_outcome::op>(kind);

@@ -339,7 +339,7 @@ void client_base::failover_side::renew_held(client_base& self, std::uint8_t n,
         if (self.serves(n, *l) && l->machine_.state() == lock_state::held &&
             l->queued_ == client_lock::op::none && l->running_ == client_lock::op::none) {
             l->queued_ = client_lock::op::renew;
-            l->timers_.set(client_lock::timer::begin_by, now + l->machine_.options().node_timeout);
+            l->timers_.set(client_lock::timer::begin_by, now + detail::begin_wait(l->machine_));
         }
     }
 }

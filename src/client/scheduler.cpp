@@ -296,7 +296,7 @@ void client_base::service(instant now) noexcept {
                     l->queued_ == client_lock::op::none && l->running_ == client_lock::op::none) {
                     l->queued_ = client_lock::op::renew;
                     l->timers_.set(client_lock::timer::begin_by,
-                                   now + l->machine_.options().node_timeout);
+                                   now + detail::begin_wait(l->machine_));
                 }
             }
         }
@@ -332,7 +332,7 @@ void client_base::service(instant now) noexcept {
             }
         }
         // Start operations once no node is still connecting, or once they
-        // have waited a node_timeout for one: a node stuck in set-up (a frozen
+        // have waited for one (begin_wait): a node stuck in set-up (a frozen
         // server completes the TCP handshake) then counts as a "no" like any
         // node that does not answer in time, instead of holding up the round.
         const bool settled = all_startable();
