@@ -432,10 +432,10 @@ int setup(client_lock& l) {
         return exit_usage;
     }
     l.set_callback(on_lock_event, nullptr);
-    // No wait for the nodes here: the operation starts at once and its
-    // round's allowance (the same as connect_timeout) covers the connects
-    // too, so one try takes one allowance, not two. A node's request goes
-    // as soon as its set-up is written, in the same flight.
+    // No wait for the nodes here: the operation starts once every node can
+    // take its request (a quarter of the round's allowance at most), and
+    // the connects go on within the round. A node's request goes as soon as
+    // its set-up is written, in the same flight.
     warn_nodes(false);
     return exit_ok;
 }

@@ -1,6 +1,6 @@
-// One try (-w 0, the default) is bounded as README says: a node has two
-// tenths of the ttl (at most 1 s) to be looked up, connected and set up, and
-// the round a tenth more; silent servers and silent sentinels alike.
+// One try (-w 0, the default) is bounded as README says: half of what the
+// ttl leaves after the drift allowance, for the nodes' lookups, connects and
+// set-ups and the round alike; silent servers and silent sentinels alike.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -11,7 +11,7 @@
 
 using namespace edgelock_test;  // the helpers of tests/cli and tests/integration
 
-TEST_CASE("cli: one try against silent nodes ends within three tenths of the ttl", "[cli]") {
+TEST_CASE("cli: one try against silent nodes ends within half the ttl", "[cli]") {
     fake_redis silent("silent", 60);
     std::string sentinels;
     for (int i = 0; i < 8; ++i) {
@@ -31,9 +31,9 @@ TEST_CASE("cli: one try against silent nodes ends within three tenths of the ttl
         const run_result res = agent(r.args);
         INFO(r.what << "\n" << show(r.args, res));
         CHECK(res.status == exit_unavailable);
-        // 200 ms to connect and 100 ms for the round, with room for starting
-        // a process on a loaded machine; it took the fixed 1 s connect
-        // allowance (and 250 ms per sentinel) before.
-        CHECK(res.seconds < 0.7);
+        // 494 ms for the try at -t 1s, with room for starting a process on
+        // a loaded machine; a fixed allowance of a second or more per node
+        // (or per sentinel) would pass it.
+        CHECK(res.seconds < 0.9);
     }
 }

@@ -47,17 +47,19 @@ TEST_CASE("cli: hostile servers: 69 or 1, in bounded time, never a crash", "[cli
     };
     std::vector<one> all;
     // Every mode at once: the slow ones (silent, trickle) wait on the agent's
-    // timeouts side by side.
+    // timeouts side by side: a try's, half of what -t 4s leaves after the
+    // drift.
     for (const char* m : modes) {
         one o;
         o.mode = m;
         o.fake = std::make_unique<fake_redis>(m, 60);
         const std::string node = o.fake->url();
         o.acquire = std::make_unique<agent_run>(
-            strings{"acquire", "-N", node, std::string("cli-hostile-") + m}, strings{});
-        o.run = std::make_unique<agent_run>(
-            strings{"run", "-N", node, std::string("cli-hostile-run-") + m, "--", "true"},
-            strings{});
+            strings{"acquire", "-t", "4s", "-N", node, std::string("cli-hostile-") + m}, strings{});
+        o.run =
+            std::make_unique<agent_run>(strings{"run", "-t", "4s", "-N", node,
+                                                std::string("cli-hostile-run-") + m, "--", "true"},
+                                        strings{});
         all.push_back(std::move(o));
     }
     for (one& o : all) {
@@ -84,16 +86,17 @@ TEST_CASE("cli bad input: random bytes and 2^63 lengths: 69 or 1, nothing acquir
         const std::string ran = dir / (std::string("ran-") + mode);
         const std::string key = std::string("cli-bad-") + mode;
         std::vector<std::unique_ptr<agent_run>> runs;
-        runs.push_back(
-            std::make_unique<agent_run>(strings{"acquire", "-N", f.url(), key}, strings{}));
         runs.push_back(std::make_unique<agent_run>(
-            strings{"run", "-N", f.url(), key, "--", "touch", ran}, strings{}));
+            strings{"acquire", "-t", "4s", "-N", f.url(), key}, strings{}));
         runs.push_back(std::make_unique<agent_run>(
-            strings{"run", "-w", "2s", "-N", f.url(), key, "--", "touch", ran}, strings{}));
+            strings{"run", "-t", "4s", "-N", f.url(), key, "--", "touch", ran}, strings{}));
+        runs.push_back(std::make_unique<agent_run>(
+            strings{"run", "-t", "4s", "-w", "2s", "-N", f.url(), key, "--", "touch", ran},
+            strings{}));
         runs.push_back(std::make_unique<agent_run>(
             strings{"renew", "-N", f.url(), key, valid_token}, strings{}));
         runs.push_back(std::make_unique<agent_run>(
-            strings{"release", "-N", f.url(), key, valid_token}, strings{}));
+            strings{"release", "-t", "4s", "-N", f.url(), key, valid_token}, strings{}));
         for (auto& a : runs) {
             const run_result r = a->finish();
             check_not_acquired(a->args, r, mode);
@@ -130,8 +133,10 @@ TEST_CASE("cli bad input: no hostile server lets a command run or reports a lock
         one o;
         o.mode = f->mode;
         o.first = std::make_unique<agent_run>(
-            strings{"run", "-N", f->url(), key, "--", "touch", dir / f->mode}, strings{});
-        o.second = std::make_unique<agent_run>(strings{"status", "-N", f->url(), key}, strings{});
+            strings{"run", "-t", "4s", "-N", f->url(), key, "--", "touch", dir / f->mode},
+            strings{});
+        o.second = std::make_unique<agent_run>(strings{"status", "-t", "4s", "-N", f->url(), key},
+                                               strings{});
         all.push_back(std::move(o));
     }
     for (one& o : all) {
@@ -151,8 +156,8 @@ TEST_CASE("cli bad input: no hostile server lets a command run or reports a lock
         o.mode = f->mode;
         o.first = std::make_unique<agent_run>(
             strings{"renew", "-t", "10s", "-N", f->url(), key, valid_token}, strings{});
-        o.second = std::make_unique<agent_run>(strings{"release", "-N", f->url(), key, valid_token},
-                                               strings{});
+        o.second = std::make_unique<agent_run>(
+            strings{"release", "-t", "4s", "-N", f->url(), key, valid_token}, strings{});
         all.push_back(std::move(o));
     }
     for (one& o : all) {
@@ -166,10 +171,10 @@ TEST_CASE("cli bad input: no hostile server lets a command run or reports a lock
         const std::string key = "cli-bad-all-" + f->mode;
         one o;
         o.mode = f->mode;
-        o.first = std::make_unique<agent_run>(strings{"status", "--json", "-N", f->url(), key},
-                                              strings{});
-        o.second =
-            std::make_unique<agent_run>(strings{"list", "--json", "-N", f->url()}, strings{});
+        o.first = std::make_unique<agent_run>(
+            strings{"status", "-t", "4s", "--json", "-N", f->url(), key}, strings{});
+        o.second = std::make_unique<agent_run>(
+            strings{"list", "-t", "4s", "--json", "-N", f->url()}, strings{});
         all.push_back(std::move(o));
     }
     for (one& o : all) {

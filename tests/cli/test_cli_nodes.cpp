@@ -204,9 +204,12 @@ TEST_CASE("cli: one hostile node of three does not stop the lock, two do", "[cli
         o.fake = std::make_unique<fake_redis>(m, 60);
         const std::string nodes =
             node_list({redis_url(a), redis_url(b), o.fake->url()});  // quorum 2 of 3
-        o.run = std::make_unique<agent_run>(
-            strings{"run", "-N", nodes, std::string("cli-one-hostile-") + m, "--", "true"},
-            strings{});
+        // At -t 4s a connect has 1.8 s: the agent leaves once the silent
+        // node's set-up, with requests behind it, is given up.
+        o.run =
+            std::make_unique<agent_run>(strings{"run", "-t", "4s", "-N", nodes,
+                                                std::string("cli-one-hostile-") + m, "--", "true"},
+                                        strings{});
         all.push_back(std::move(o));
     }
     for (one& o : all) {
@@ -221,9 +224,14 @@ TEST_CASE("cli: one hostile node of three does not stop the lock, two do", "[cli
     fake_redis garbage("garbage", 60);
     REQUIRE(positive(silent.port) > 0);
     REQUIRE(positive(garbage.port) > 0);
-    const strings args{
-        "run", "-N",  node_list({redis_url(a), silent.url(), garbage.url()}), "cli-two-hostile",
-        "--",  "true"};
+    const strings args{"run",
+                       "-t",
+                       "4s",
+                       "-N",
+                       node_list({redis_url(a), silent.url(), garbage.url()}),
+                       "cli-two-hostile",
+                       "--",
+                       "true"};
     const run_result r = agent(args, {}, 30.0);
     INFO(show(args, r));
     CHECK((r.status == exit_unavailable || r.status == exit_conflict));
