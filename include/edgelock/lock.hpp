@@ -365,7 +365,6 @@ private:
     static vote silent_vote(const slot& s) noexcept;
     std::uint32_t tag_for(req kind) const noexcept;
     void push_event(const lock_event& ev) noexcept;
-    bool release_all_sent() const noexcept;  // no node's release still to be sent
     bool fenced_redlock() const noexcept {
         return options_.mode == lock_mode::fenced && node_count_ > 1;
     }

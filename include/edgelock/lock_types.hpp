@@ -161,7 +161,8 @@ struct lock_options {
     // still ends as soon as its quorum is won or out of reach. Nonzero: that
     // fixed bound per round, below the ttl (the Redlock spec suggests 5-50 ms
     // for 10 s on a LAN); a NOSCRIPT retry, or the script after a SET that
-    // found the key taken, must fit in it.
+    // found the key taken, must fit in it. A release round waits for every
+    // node's answer within its bound.
     duration node_timeout{};
     // Clock drift allowance: ttl * drift_ppm / 10^6 + drift_fixed (Redlock: 1% + 2 ms).
     std::uint32_t drift_ppm = 10000;

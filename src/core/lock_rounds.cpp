@@ -87,11 +87,10 @@ void lock::decide(instant now) noexcept {
         }
         return;
     case req::release:
-        // Every node's answer, or a quorum's once every request is out: a
-        // silent node's (sent, or written behind its set-up) runs if it
-        // ever gets there, and its key expires anyway; one not yet sent is
-        // waited for, within the round's allowance.
-        if (tally_.all_in() || (tally_.won() && release_all_sent())) {
+        // Every node's answer (a silent node's, within the round's
+        // allowance): when release() is done, every node that answers has
+        // let go.
+        if (tally_.all_in()) {
             close_round();
             state_ = lock_state::idle;
             holds_ = 0;
@@ -106,16 +105,6 @@ void lock::decide(instant now) noexcept {
     case req::cleanup:
         return;
     }
-}
-
-bool lock::release_all_sent() const noexcept {
-    for (std::uint8_t i = 0; i < node_count_; ++i) {
-        const slot& s = slots_[i];
-        if (s.answer == vote::waiting && (s.flags & slot_in_flight) == 0) {
-            return false;
-        }
-    }
-    return true;
 }
 
 void lock::finish_acquire_round(instant now) noexcept {
