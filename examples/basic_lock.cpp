@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
 
     edgelock::lock_options options;
     options.ttl = edgelock::duration::seconds(10);
-    options.node_timeout = edgelock::duration::millis(200);
+    // No node_timeout: a round waits as long as the lock can use its
+    // replies, so the same code works on a LAN and over a satellite link.
     edgelock::client_lock lock;
     const edgelock::client_errc ae = lock.attach(client, key, options);
     if (ae != edgelock::client_errc::ok) {
@@ -98,8 +99,8 @@ int main(int argc, char** argv) {
     }
     lock.set_callback(on_event, nullptr);
     // Connect (and authenticate) up front rather than within the first
-    // round's node_timeout.
-    client.connect(edgelock::port::now() + edgelock::duration::seconds(1));
+    // round (connect_timeout bounds each node: 5 s by default).
+    client.connect(edgelock::port::now() + edgelock::duration::seconds(5));
 
     edgelock::op_result r = lock.try_acquire();
     if (r.error == edgelock::client_errc::ok && r.event.kind == edgelock::lock_event_kind::busy) {

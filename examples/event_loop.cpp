@@ -115,7 +115,6 @@ int main(int argc, char** argv) {
     }
     edgelock::lock_options options;
     options.ttl = edgelock::duration::seconds(3);
-    options.node_timeout = edgelock::duration::millis(100);
     edgelock::client_lock lock;
     app state;
     if (lock.attach(client, "event-loop-demo", options) != edgelock::client_errc::ok) {

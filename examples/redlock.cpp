@@ -83,9 +83,10 @@ int main(int argc, char** argv) {
     edgelock::lock_options options;
     options.mode = edgelock::lock_mode::fenced;
     options.ttl = edgelock::duration::seconds(10);
-    // Per node and request: small against the ttl, so that slow nodes cost
-    // little validity (Redlock suggests a few tens of ms for 10 s on a LAN).
-    options.node_timeout = edgelock::duration::millis(100);
+    // No node_timeout: a round ends once its quorum is won or out of reach,
+    // and otherwise waits as long as the lock can use the replies (half the
+    // ttl), however slow the link. On a LAN, a fixed bound of a few tens of
+    // ms (node_timeout) makes a dead node cost less of the validity.
     edgelock::client_lock lock;
     const edgelock::client_errc ae = lock.attach(client, lock_name, options);
     if (ae != edgelock::client_errc::ok) {

@@ -157,12 +157,12 @@ struct lock_options {
     // release round half of what the ttl leaves after the drift allowance (a
     // lock granted then still has half its ttl), a renew round until the
     // hold's validity ends (a late renew is not a failed one: a lost packet
-    // is resent by TCP, and a round still counts once decided). A round
-    // still ends as soon as its quorum is won or out of reach. Nonzero: that
+    // is resent by TCP, and a round still counts once decided). An acquire
+    // or renew round still ends once its quorum is won or out of reach; a
+    // release round waits for every node's answer. Nonzero: that
     // fixed bound per round, below the ttl (the Redlock spec suggests 5-50 ms
     // for 10 s on a LAN); a NOSCRIPT retry, or the script after a SET that
-    // found the key taken, must fit in it. A release round waits for every
-    // node's answer within its bound.
+    // found the key taken, must fit in it.
     duration node_timeout{};
     // Clock drift allowance: ttl * drift_ppm / 10^6 + drift_fixed (Redlock: 1% + 2 ms).
     std::uint32_t drift_ppm = 10000;

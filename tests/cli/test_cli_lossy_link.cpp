@@ -259,3 +259,27 @@ TEST_CASE(
     CHECK(running.empty());
     CHECK(ends == ran);
 }
+
+#ifdef EDGELOCK_BASIC_LOCK_PATH
+TEST_CASE("lossy link: the library's example with default options over a 600 ms round trip",
+          "[cli][link]") {
+    link_emulator link;
+    if (!start_link(link, 12)) {
+        return;
+    }
+    // A satellite's round trip: 300 ms each way. The example sets only the
+    // ttl (10 s): the library's defaults must do the rest.
+    REQUIRE(link.command("profile both 300 0 0"));
+    netns_redis server(link);
+    redis_client inside(server.unix_path());
+    const std::string name = "example-600ms";
+    const strings args = link.in_client({EDGELOCK_BASIC_LOCK_PATH, server.url(), name});
+    process p(args, {});
+    const run_result r = p.finish(60.0);
+    INFO(show(args, r));
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.status == 0);
+    CHECK(contains(r.out, "acquired " + name));
+    CHECK(inside.command({"EXISTS", key_of(name)}).integer == 0);  // released
+}
+#endif
