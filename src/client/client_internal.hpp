@@ -60,7 +60,6 @@ inline void wipe(char* buf, std::size_t size) {
     }
 }
 
-// The decoder limits for replies: the compile-time ones, within the buffer.
 // How long a queued operation waits for nodes still connecting before its
 // round starts without them: node_timeout, or a quarter of the round's
 // allowance (an eighth of the ttl), so that a Redlock's slower nodes (a
@@ -71,6 +70,7 @@ inline duration begin_wait(const lock& machine) {
     return fixed.us != 0 ? fixed : duration::micros(machine.round_allowance().us / 4);
 }
 
+// The decoder limits for replies: the compile-time ones, within the buffer.
 inline resp_limits reply_limits() {
     resp_limits l;
     l.max_bulk = EDGELOCK_CLIENT_RX_BUFFER;
