@@ -20,7 +20,8 @@ class client_lock;
 
 struct watchdog_options {
     bool enabled = true;
-    // While held, renew this long after the last acquire or renew. Zero: ttl / 3.
+    // While held, renew this long after the start of the last acquire or
+    // renew round (the instant its validity counts from). Zero: ttl / 3.
     duration renew_every{};
     // Held this long since it was acquired (a reentrant lock: since its first
     // hold), the lock is let go: no more renewals, a release at once, and the

@@ -276,6 +276,11 @@ public:
     // The same question client_lock::held() answers at the port's clock.
     bool held(instant now) const noexcept { return holding() && now < validity_; }
     instant validity_deadline() const noexcept { return validity_; }
+    // When the round that set the validity deadline began: the deadline is
+    // this plus the ttl less the drift. A renew schedule counts from it, so a
+    // slow round's time comes out of the wait for the next renew, not out of
+    // the time that renew has for its reply.
+    instant validity_base() const noexcept { return validity_base_; }
     std::uint64_t fence() const noexcept { return fence_; }
     std::uint8_t node_count() const noexcept { return node_count_; }
     std::uint8_t quorum() const noexcept { return quorum_; }
@@ -335,9 +340,11 @@ private:
     void start_renew_round(instant now) noexcept;
     void renew_round_failed(instant now) noexcept;
     void become_lost(lock_failure reason) noexcept;
-    // Held until v: what validity_deadline() says, and the validity timer.
-    void hold_until(instant v) noexcept {
+    // Held until v, counted from the round that began at `base`: what
+    // validity_deadline() and validity_base() say, and the validity timer.
+    void hold_until(instant v, instant base) noexcept {
         validity_ = v;
+        validity_base_ = base;
         timers_.set(timer::validity, v);
     }
     void queue_cleanup_all() noexcept;
@@ -395,8 +402,9 @@ private:
     instant t0_;                     // start of the acquisition attempt (fenced: round 1)
     instant round_t0_;
     detail::timer_table<timer, static_cast<std::size_t>(timer::count_)> timers_;
-    instant validity_;     // the last hold's, still told once its timer is stopped
-    instant key_gone_at_;  // retry_wait, polling: when the holder's key can be gone
+    instant validity_;       // the last hold's, still told once its timer is stopped
+    instant validity_base_;  // the start of the round validity_ counts from
+    instant key_gone_at_;    // retry_wait, polling: when the holder's key can be gone
     // retry_wait: a waiter backing off (lock_rounds.cpp) until backoff_until_,
     // woken by a push from a node that said busy (delay) or by none (deaf).
     enum class backoff : std::uint8_t { none, delay, deaf };

@@ -26,7 +26,11 @@ void client_base::pump_events(client_lock& l, instant now) noexcept {
                 every = duration::micros(l.machine_.options().ttl.us / 3);
             }
             if (l.watchdog_.enabled) {
-                l.timers_.set(client_lock::timer::renew, now + every);
+                // From the start of the round the validity counts from: a
+                // round that took long leaves the next renew its full time
+                // for a reply (one that took longer than `every` renews at
+                // once).
+                l.timers_.set(client_lock::timer::renew, l.machine_.validity_base() + every);
             } else {
                 l.timers_.stop(client_lock::timer::renew);
             }

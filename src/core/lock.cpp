@@ -177,7 +177,8 @@ lock_errc lock::resume(const owner_token& token, instant now) noexcept {
     }
     t0_ = now;
     hold_until(now + (options_.ttl -
-                      redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed)));
+                      redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed)),
+               now);
     fence_ = 0;
     holds_ = 1;
     acquisition_round_ = round_;

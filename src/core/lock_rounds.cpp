@@ -136,7 +136,7 @@ void lock::become_held(std::uint32_t won_round, instant now) noexcept {
         fail_acquisition(lock_failure::expired, now);
         return;
     }
-    hold_until(v);
+    hold_until(v, t0_);
     held_round_ = won_round;
     state_ = lock_state::held;
     lock_event ev;
@@ -266,7 +266,7 @@ void lock::finish_renew_round(instant now) noexcept {
         become_lost(lock_failure::validity_ended);
         return;
     }
-    hold_until(v);
+    hold_until(v, round_t0_);
     state_ = lock_state::held;
     lock_event ev;
     ev.kind = lock_event_kind::renewed;

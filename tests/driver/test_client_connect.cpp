@@ -236,9 +236,11 @@ TEST_CASE("a node that stops answering is dropped after stall_timeout and connec
     const instant validity = l.validity_deadline();
     REQUIRE(connect_times(n, 0).size() == 1);
 
-    // The server stops (SIGSTOP) before the watchdog's renew at ttl / 3.
+    // The server stops (SIGSTOP) before the watchdog's renew, a third of
+    // the ttl after the acquire round began (its validity's base).
     n.pause(0, duration::seconds(3));
-    const instant renew_sent = acquired + duration::micros(lo.ttl.us / 3);
+    REQUIRE(l.machine().validity_base() < acquired);
+    const instant renew_sent = l.machine().validity_base() + duration::micros(lo.ttl.us / 3);
     const instant stall_at = renew_sent + co.stall_timeout;
     REQUIRE(loop.run_until(stall_at + co.reconnect_min + duration::millis(1)));
     REQUIRE_FALSE(n.closes.empty());
