@@ -85,10 +85,12 @@ inline void check_refused(const attempt& a, edgelock::node_error why) {
 }
 
 // A lock acquired and released over the client, seen from inside the server.
+// node_timeout_ms 0: each round as long as the ttl allows (a trickle's).
 inline void lock_cycle(edgelock::client_base& c, redis_client& peek, const char* name,
-                       edgelock::lock_mode mode = edgelock::lock_mode::plain) {
+                       edgelock::lock_mode mode = edgelock::lock_mode::plain,
+                       unsigned node_timeout_ms = 1000) {
     edgelock::client_lock l;
-    REQUIRE(l.attach(c, name, options(5000, 1000, mode)) == edgelock::client_errc::ok);
+    REQUIRE(l.attach(c, name, options(5000, node_timeout_ms, mode)) == edgelock::client_errc::ok);
     must_acquire(l);
     CHECK(peek.command({"EXISTS", key_of(name)}).integer == 1);
     must_release(l);
