@@ -58,6 +58,15 @@ struct node_stats {
     std::uint64_t rtt_last_us = 0;
     std::uint64_t rtt_min_us = 0;
     std::uint64_t rtt_max_us = 0;
+    // The round trip smoothed as TCP smooths it for its resend timer (RFC
+    // 6298: the first sample as it is, then an eighth of each new one, and a
+    // quarter of its distance for the variation), from the samples above;
+    // until the first of them, the latest plain TCP connect's (its SYN to
+    // the answer; not a TLS handshake, not a sentinel's). 0 until either.
+    // A slow link makes the locks send their scripts' text at once, not
+    // their digest first (README, "Deadlines").
+    std::uint64_t rtt_smoothed_us = 0;
+    std::uint64_t rtt_variation_us = 0;
 
     // Every error kind above, summed.
     std::uint64_t errors() const noexcept {

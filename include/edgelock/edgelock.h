@@ -301,6 +301,10 @@ struct edgelock_node_stats {
     uint64_t rtt_last_us;
     uint64_t rtt_min_us;
     uint64_t rtt_max_us;
+    /* The round trip smoothed as TCP smooths it (RFC 6298) from those
+     * samples; until the first, a plain TCP connect's; 0 until either. */
+    uint64_t rtt_smoothed_us;
+    uint64_t rtt_variation_us;
 };
 
 /* Fills *out with node i's counters. EDGELOCK_OK, or EDGELOCK_ERR_ARG (a

@@ -445,6 +445,11 @@ private:
     std::int8_t hint_ = -1;            // a semaphore: a free permit a node named this round
     std::int16_t permits_found_ = -1;  // a semaphore: another limit a node holds
     char marks_[4] = {};               // the marks' last two bytes each (renewal_mark.cpp)
+    // Per node: request kinds (bit 1 << req) whose script the node has run
+    // since its last disconnect, so its cache holds it; and scripts_text
+    // (lock_node_caps::scripts_unknown): a script not among them goes as EVAL.
+    static constexpr std::uint8_t scripts_text = 0x80;
+    std::uint8_t scripts_[lock_max_nodes] = {};
     detail::told_pace<lock_max_nodes> pace_;  // how soon a push may start a round
     slot slots_[lock_max_nodes];
 };

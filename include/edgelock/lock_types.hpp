@@ -213,6 +213,13 @@ struct lock_options {
     str_view holder;
 };
 
+// How long an acquire, fence or release round of a lock so configured waits
+// for its nodes: node_timeout, or without one half of what the ttl leaves
+// after the drift allowance (see node_timeout). lock::round_allowance() of a
+// configured lock; a tool that sizes its own waits to the lock's (the
+// agent's connect) asks here.
+duration lock_round_allowance(const lock_options& options) noexcept;
+
 // A holder record as stored (see lock_options::holder): "owner\nsince\ntext".
 struct holder_record {
     str_view owner;             // the token in hex, or the reentrant owner
@@ -301,6 +308,12 @@ struct lock_node_caps {
     // it in, which may not hold the marks yet (it would say TRYAGAIN): the
     // rest of this round's requests there, and a cleanup, carry none.
     bool migrating = false;
+    // The server's script cache is not known to hold the lock's scripts (a
+    // NOSCRIPT came on this connection, or the link is so slow that the
+    // NOSCRIPT's extra round trip would cost the round too much): a script
+    // the node has not run for this lock since its last disconnect goes as
+    // EVAL, with its text, not as EVALSHA first. False: EVALSHA first.
+    bool scripts_unknown = false;
 };
 
 struct lock_transmit {

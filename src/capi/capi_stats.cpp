@@ -26,6 +26,8 @@ extern "C" int edgelock_client_node_stats(const edgelock_client* c, unsigned i,
     out->rtt_last_us = s.rtt_last_us;
     out->rtt_min_us = s.rtt_min_us;
     out->rtt_max_us = s.rtt_max_us;
+    out->rtt_smoothed_us = s.rtt_smoothed_us;
+    out->rtt_variation_us = s.rtt_variation_us;
     return EDGELOCK_OK;
 }
 

@@ -1,5 +1,6 @@
 // The agent's shared machinery: its options, its client, the poll loop's
-// turn, what the lock's callback saw, per-node reports and set-up.
+// turn, what the lock's callback saw, and set-up (what it says of nodes is
+// in report.cpp).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -133,122 +134,6 @@ void on_lock_event(void*, client_lock& l, const lock_event& ev) {
 
 const lock_event& ended_with(const client_lock& l) {
     return l.outcome().result.error == client_errc::ok ? l.outcome().result.event : watch.last;
-}
-
-namespace {
-
-// What one try may spend on connecting and on each round: half of what the
-// ttl leaves after the drift allowance, the library's round allowance with
-// no node_timeout (lock_options). A lock granted within it still has half
-// its ttl; a slow link's late reply (a segment TCP resends after 200 ms or
-// more, a SYN after 1 s) still counts, where a fixed cap failed the try.
-duration try_allowance(duration ttl) {
-    const lock_options d;  // the agent keeps the library's drift allowance
-    const duration drift = redlock_drift(ttl, d.drift_ppm, d.drift_fixed);
-    return duration::micros(ttl.us > drift.us ? (ttl.us - drift.us) / 2 : 0);
-}
-
-}  // namespace
-
-// Why nodes failed, one line each, before exit 69 or 1.
-int report_nodes() {
-    int said = 0;
-    for (std::uint8_t i = 0; i < driver.node_count(); ++i) {
-        const node_info n = driver.node(i);
-        if (n.state == node_state::ready && n.error == node_error::none) {
-            continue;
-        }
-        ++said;
-        std::string why = describe(n.error);
-        if (n.error == node_error::none) {
-            why = std::string("no reply in time (") + describe(n.state) + ")";
-        }
-        if (!n.message.empty()) {
-            why += ": " + terminal_text(text(n.message));  // the node's error reply
-        } else if (n.code != 0 && n.error == node_error::io_error) {
-            why += std::string(": ") + std::strerror(n.code);
-        }
-        say(1, "node %s: %s", node_shown(i).c_str(), why.c_str());
-    }
-    return said;
-}
-
-// What a node's set-up found that Redis cannot promise, once per node: a
-// node used with a warning, or (once acquired) a replica the quorum went
-// without; when the acquisition fails, report_nodes() says it instead.
-void warn_nodes(bool acquired) {
-    static bool warned[lock_max_nodes] = {};
-    for (std::uint8_t i = 0; i < driver.node_count(); ++i) {
-        const node_info n = driver.node(i);
-        if (warned[i]) {
-            continue;
-        }
-        if (n.state == node_state::ready && n.warning == node_warning::may_evict) {
-            warned[i] = true;
-            say(1,
-                "warning: node %s: maxmemory-policy %s with maxmemory set: Redis may evict the "
-                "lock's key under memory pressure (use noeviction)",
-                node_shown(i).c_str(), terminal_text(text(n.maxmemory_policy)).c_str());
-        } else if (acquired && n.error == node_error::replica) {
-            warned[i] = true;
-            say(1, "warning: node %s: %s (%s): it cannot hold the lock", node_shown(i).c_str(),
-                describe(n.error), terminal_text(text(n.message)).c_str());
-        }
-    }
-}
-
-int unavailable(const client_lock& l) {
-    say(1, "no quorum of nodes reachable (%u of %u needed)", l.machine().quorum(),
-        driver.node_count());
-    if (report_nodes() == 0) {
-        // Connected, and still no answer when the try's time was up.
-        say(1,
-            "no answer within the %llu ms a try has at -t %llu ms (half the ttl): a slower "
-            "link needs a longer ttl",
-            static_cast<unsigned long long>(try_allowance(opt.ttl).ms()),
-            static_cast<unsigned long long>(opt.ttl.ms()));
-    }
-    return exit_unavailable;
-}
-
-// Exit status for an acquisition that ended in `ev` (busy or failed).
-int not_acquired(const client_lock& l, const lock_event& ev) {
-    if (ev.kind == lock_event_kind::busy ||
-        (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::fence_conflict)) {
-        const std::string what = opt.permits != 0 ? "every permit of '" + opt.key + "' (" +
-                                                        std::to_string(opt.permits) + ") is"
-                                                  : "'" + opt.key + "' is";
-        if (ev.holder_ttl_ms >= 0) {
-            say(1, "%s held by another owner (%s %lld ms more)", what.c_str(),
-                opt.permits != 0 ? "the first for" : "for",
-                static_cast<long long>(ev.holder_ttl_ms));
-        } else {
-            say(1, "%s held by another owner", what.c_str());
-        }
-        report_nodes();  // the nodes that did not answer "busy"
-        return opt.conflict_exit;
-    }
-    if (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::permits_differ) {
-        if (ev.permits_found > 0) {
-            say(1, "'%s' is a semaphore of %d permits on a node, not %u (--permits)",
-                opt.key.c_str(), static_cast<int>(ev.permits_found), opt.permits);
-        } else {
-            say(1, "'%s' has an unreadable limit of permits on a node", opt.key.c_str());
-        }
-        return exit_config;
-    }
-    if (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::random_failed) {
-        say(1, "no secure random bytes for a token");
-        return exit_software;
-    }
-    if (ev.kind == lock_event_kind::failed && ev.reason == lock_failure::not_replicated) {
-        say(1, "'%s': too few replicas acknowledged the key (--min-replicas %u within %llu ms)",
-            opt.key.c_str(), opt.min_replicas,
-            static_cast<unsigned long long>(l.machine().options().replica_timeout.ms()));
-        report_nodes();
-        return exit_unavailable;
-    }
-    return unavailable(l);
 }
 
 // --- set-up -----------------------------------------------------------------------------------

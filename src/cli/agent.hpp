@@ -1,6 +1,7 @@
 // What the agent's commands share: the parsed options, the client and its
-// lock's events, one turn of the poll loop, and the per-node reports (said
-// with messages.hpp). One agent per process, so these are process-wide.
+// lock's events, one turn of the poll loop, and the per-node reports
+// (report.cpp, said with messages.hpp). One agent per process, so these are
+// process-wide.
 #pragma once
 
 #include <initializer_list>
@@ -41,8 +42,14 @@ bool turn(edgelock::instant until, bool watch_signals, bool& signalled);
 // callback's last when it could not even start (no random bytes, say).
 const edgelock::lock_event& ended_with(const edgelock::client_lock& l);
 
-// Every failing node's reason, one line each.
-int report_nodes();  // how many nodes it named
+// What the agent says of its nodes (report.cpp). Every failing node's
+// reason, one line each; how many nodes it named. With the lock's quorum,
+// and whether the others' answers decided the try, a node not waited for
+// says so.
+int report_nodes(std::uint8_t quorum = 0, bool decided = false);
+// What one try may spend on connecting and on each round at this ttl: the
+// library's round allowance without a node_timeout.
+edgelock::duration try_allowance(edgelock::duration ttl);
 // Warnings about what a node's set-up found, once per node; replicas only
 // once `acquired` (else they are among the reasons of a failure).
 void warn_nodes(bool acquired);

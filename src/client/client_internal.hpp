@@ -36,6 +36,8 @@ inline node_error from_net(port::net_status s) {
 // The counters (stats.cpp): an error met, by its kind; a round trip timed.
 void count_error(node_stats& s, node_error why) noexcept;
 void count_rtt(node_stats& s, duration rtt) noexcept;
+// A connect's round trip: the smoothed one until a reply's is timed.
+void connect_rtt(node_stats& s, duration rtt) noexcept;
 // A lock's event; `contended`: the acquisition it ends found the key taken.
 void count_event(lock_stats& s, const lock_event& ev, bool contended) noexcept;
 

@@ -358,6 +358,13 @@ void client_base::connected(std::uint8_t n, instant now) noexcept {
     c.tx_size = 0;
     c.fifo.clear();
     c.probing = false;
+    c.scripts_cold = false;
+    if (!c.address.tls && !c.where.asking()) {
+        // The SYN and its answer: the link's round trip until a reply's is
+        // timed (a TLS handshake takes more than one; a sentinel is another
+        // server).
+        connect_rtt(stats_of(n), now - c.dialed);
+    }
     c.timers.stop(connection_timer::stall);
     c.report.message_size = 0;
     c.report.warning = node_warning::none;  // this connection's INFO says anew

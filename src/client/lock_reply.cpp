@@ -82,6 +82,8 @@ void client_base::lock_reply(std::uint8_t n, const detail::in_flight& f, const r
     const bool noscript = is_noscript(nodes, count);
     if (!noscript) {
         note_lock_reply(c, stats_of(n), nodes, count);
+    } else {
+        c.scripts_cold = true;  // the other scripts are not there either
     }
     if (c.address.seed_count > 0 && !f.follows &&
         follow_redirect(n, *f.lock, f.tag, nodes, count, now)) {

@@ -52,6 +52,19 @@ void progress(detail::connection& c, instant now, duration stall_timeout) {
     }
 }
 
+// Whether a lock's scripts not yet run on this connection go as EVAL (their
+// text) rather than EVALSHA (their digest) first: where the server's cache
+// is known empty (a NOSCRIPT on this connection), and where a NOSCRIPT's
+// extra round trip would cost a round too much of its time: a link whose
+// smoothed round trip is an eighth of the round's allowance or more. The
+// text costs a few hundred bytes more, once per script and connection; on
+// a fast link a NOSCRIPT (after a restart or SCRIPT FLUSH) costs one quick
+// round trip instead.
+bool scripts_unknown(const detail::connection& c, const node_stats& s, const client_lock& l) {
+    return c.scripts_cold ||
+           (s.rtt_smoothed_us != 0 && s.rtt_smoothed_us >= l.machine().round_allowance().us / 8);
+}
+
 // Lock replies are still due on a connection whose set-up they followed.
 bool lock_replies_due(const detail::connection& c) {
     for (std::size_t i = 0; i < c.fifo.size(); ++i) {
@@ -266,6 +279,7 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             caps.set_nx_get = ready ? c.report.set_nx_get : !c.setup.hello_refused();
             caps.told = tracking != waiter_tracking::polls;
             caps.migrating = asking;
+            caps.scripts_unknown = scripts_unknown(c, stats_of(n), *l);
             l->machine_.set_node_caps(node, caps);
             // A request may take five entries: ASKING ahead of one a Cluster
             // node sent here, CLIENT TRACKING and PTTL ahead of a told
@@ -288,6 +302,7 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             if (sizeof c.tx - c.tx_size < ahead) {
                 return;
             }
+
             const lock_transmit t = l->machine_.poll_transmit(node, c.tx + c.tx_size + ahead,
                                                               sizeof c.tx - c.tx_size - ahead);
             if (t.error == lock_errc::buffer_too_small) {

@@ -57,7 +57,36 @@ void count_error(node_stats& s, node_error why) noexcept {
     ++s.io_errors;
 }
 
+namespace {
+
+// RFC 6298's estimator: the first sample as it is, with half of it as the
+// variation; each later one an eighth of the mean and a quarter of its
+// distance from it.
+void smooth(node_stats& s, std::uint64_t us, bool first) noexcept {
+    if (first) {
+        s.rtt_smoothed_us = us > 0 ? us : 1;
+        s.rtt_variation_us = us / 2;
+        return;
+    }
+    const std::uint64_t off =
+        us > s.rtt_smoothed_us ? us - s.rtt_smoothed_us : s.rtt_smoothed_us - us;
+    s.rtt_variation_us = s.rtt_variation_us - s.rtt_variation_us / 4 + off / 4;
+    const std::uint64_t next = s.rtt_smoothed_us - s.rtt_smoothed_us / 8 + us / 8;
+    s.rtt_smoothed_us = next > 0 ? next : 1;
+}
+
+}  // namespace
+
+// A connect's round trip stands in until the first reply's: a proxy near
+// the client (a satellite link's TCP accelerator) answers the SYN itself.
+void connect_rtt(node_stats& s, duration rtt) noexcept {
+    if (s.rtt_count == 0) {
+        smooth(s, rtt.us, true);
+    }
+}
+
 void count_rtt(node_stats& s, duration rtt) noexcept {
+    smooth(s, rtt.us, s.rtt_count == 0);
     const std::uint64_t us = rtt.us;
     if (s.rtt_count == 0 || us < s.rtt_min_us) {
         s.rtt_min_us = us;

@@ -87,10 +87,7 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
     if (options.renew_resurrects && options.mode != lock_mode::plain) {
         return lock_errc::bad_mode_option;
     }
-    const duration drift = redlock_drift(options.ttl, options.drift_ppm, options.drift_fixed);
-    const duration allowance = options.node_timeout.us != 0
-                                   ? options.node_timeout
-                                   : duration::micros((options.ttl.us - drift.us) / 2);
+    const duration allowance = lock_round_allowance(options);
     if (options.min_replicas > 0 &&
         (options.replica_timeout.ms() == 0 || options.replica_timeout >= allowance)) {
         return lock_errc::bad_replicas;
@@ -125,6 +122,9 @@ lock_errc lock::configure(str_view name, std::uint8_t node_count, const lock_opt
     quorum_ = options.quorum != 0 ? options.quorum : redlock_min_quorum(node_count);
     for (slot& s : slots_) {
         s = slot{};
+    }
+    for (std::uint8_t& known : scripts_) {
+        known = 0;
     }
     round_kind_ = req::none;
     state_ = lock_state::idle;
@@ -353,12 +353,16 @@ void lock::start_renew_round(instant now) noexcept {
     start_round(req::renew, now);
 }
 
-duration lock::round_allowance() const noexcept {
-    if (options_.node_timeout.us != 0) {
-        return options_.node_timeout;
+duration lock_round_allowance(const lock_options& options) noexcept {
+    if (options.node_timeout.us != 0) {
+        return options.node_timeout;
     }
-    const duration drift = redlock_drift(options_.ttl, options_.drift_ppm, options_.drift_fixed);
-    return duration::micros((options_.ttl.us - drift.us) / 2);
+    const duration drift = redlock_drift(options.ttl, options.drift_ppm, options.drift_fixed);
+    return duration::micros(options.ttl.us > drift.us ? (options.ttl.us - drift.us) / 2 : 0);
+}
+
+duration lock::round_allowance() const noexcept {
+    return lock_round_allowance(options_);
 }
 
 lock_errc lock::release(instant now) noexcept {

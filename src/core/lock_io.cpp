@@ -46,6 +46,8 @@ lock_errc lock::set_node_caps(std::uint8_t node, lock_node_caps caps) noexcept {
     s.flags = static_cast<std::uint16_t>(
         (s.flags & ~(slot_set_get | slot_told)) | (caps.set_nx_get ? slot_set_get : 0) |
         (caps.told ? slot_told : 0) | (caps.migrating ? slot_unmarked : 0));
+    scripts_[node] = static_cast<std::uint8_t>((scripts_[node] & ~scripts_text) |
+                                               (caps.scripts_unknown ? scripts_text : 0));
     return lock_errc::ok;
 }
 
@@ -167,6 +169,16 @@ lock_errc lock::on_reply(std::uint8_t node, std::uint32_t tag, const resp_node* 
         return lock_errc::ok;  // not a tag of ours: nothing to match it to
     }
     const req kind = via_set ? req::acquire : static_cast<req>(kind_bits);
+    if (r.shape == detail::reply_shape::noscript) {
+        // The cache was emptied (SCRIPT FLUSH): none is there.
+        scripts_[node] = static_cast<std::uint8_t>(scripts_[node] & scripts_text);
+    } else if (!via_set) {
+        // The script ran (or failed as a script): the server's cache has it
+        // (a cleanup's is the release's).
+        const req ran = kind == req::cleanup ? req::release : kind;
+        scripts_[node] =
+            static_cast<std::uint8_t>(scripts_[node] | (1U << static_cast<unsigned>(ran)));
+    }
 
     if (kind == req::cleanup) {
         // Cleanups go out as EVAL, so there is no NOSCRIPT to retry (one that
@@ -341,6 +353,8 @@ lock_errc lock::on_disconnected(std::uint8_t node, instant now) noexcept {
         return lock_errc::bad_node;
     }
     slot& s = slots_[node];
+    // The next connection may reach an empty cache.
+    scripts_[node] = static_cast<std::uint8_t>(scripts_[node] & scripts_text);
     if ((s.cleanup_round & cleanup_here_only) != 0) {
         // A cleanup of the live hold's key on a node found unfit (undo): not
         // on whatever this node's next connection reaches.

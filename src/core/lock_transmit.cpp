@@ -77,10 +77,14 @@ lock_transmit lock::poll_transmit(std::uint8_t node, char* buf, std::size_t capa
     }
     // EVALSHA first (a server's script cache serves every client after the
     // first), except where a NOSCRIPT cannot be afforded: a cleanup (a resend
-    // could land behind a newer request), and a request WAIT follows (WAIT
+    // could land behind a newer request), a request WAIT follows (WAIT
     // would block for replica_timeout behind the NOSCRIPT, and the resend's
-    // own WAIT then come too late for the round).
-    const bool eval = cleanup || (s.flags & slot_eval) != 0 || options_.min_replicas > 0;
+    // own WAIT then come too late for the round), and a script the node has
+    // not run since its connection began where the driver says its cache is
+    // not known (lock_node_caps::scripts_unknown).
+    const bool eval = cleanup || (s.flags & slot_eval) != 0 || options_.min_replicas > 0 ||
+                      ((scripts_[node] & scripts_text) != 0 &&
+                       (scripts_[node] & (1U << static_cast<unsigned>(kind))) == 0);
     // A cleanup names its own round, of the acquisition it was queued for.
     const owner_token tok = cleanup ? fold(cleanup_base_, s.cleanup_round & round_mask) : token();
 

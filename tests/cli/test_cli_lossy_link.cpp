@@ -283,3 +283,38 @@ TEST_CASE("lossy link: the library's example with default options over a 600 ms 
     CHECK(inside.command({"EXISTS", key_of(name)}).integer == 0);  // released
 }
 #endif
+
+TEST_CASE(
+    "cli lossy link: a try too short for a 600 ms round trip says the round trip and the "
+    "ttl that fits",
+    "[cli][link]") {
+    link_emulator link;
+    if (!start_link(link, 13)) {
+        return;
+    }
+    REQUIRE(link.command("profile both 300 0 0"));
+    netns_redis server(link);
+    redis_client inside(server.unix_path());
+    const std::string name = "too-short";
+    // -t 2s: a try has 989 ms, and the node's connect and set-up nine
+    // tenths of it; the connect takes 600 ms (measured), and the set-up's
+    // reply would come 600 ms after that.
+    const strings args =
+        link.in_client({EDGELOCK_CLI_PATH, "acquire", "-t", "2s", "-N", server.url(), name});
+    process p(args, {});
+    const run_result r = p.finish(30.0);
+    INFO(show(args, r));
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.status == exit_unavailable);
+    CHECK(contains(r.err, "connect timed out"));
+    // 16 round trips and 2 s, in whole seconds: 16 x 600 ms + 2 s = 11.6 s.
+    CHECK(contains(r.err, "the link's round trip is about 6"));
+    CHECK(contains(r.err, "at -t 2000 ms a try has 989 ms (half the ttl): use -t 12s or more"));
+    // The acquire it gave up on may still land: taken back, or left to its ttl.
+    const double settle = mono_s() + 30.0;
+    while (link.client_tcp_in_flight() > 0 && mono_s() < settle) {
+        sleep_ms(20);
+    }
+    const long long pttl = inside.command({"PTTL", key_of(name)}).integer;
+    CHECK((pttl == -2 || (pttl > 0 && pttl <= 2000)));
+}

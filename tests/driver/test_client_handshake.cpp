@@ -210,8 +210,10 @@ TEST_CASE("a set-up failing at each step is reported and keeps the node out of t
     }
 }
 
-TEST_CASE("scripts go as EVALSHA and a NOSCRIPT sends the EVAL that fills the cache",
-          "[client][sim][handshake]") {
+TEST_CASE(
+    "scripts go as EVALSHA and a NOSCRIPT sends the EVAL that fills the cache, then "
+    "the connection's other scripts go as EVAL once each",
+    "[client][sim][handshake]") {
     sim::net n(502);
     n.add_nodes(1);
     n.node(0).version = "6.2.14";  // the acquire is a script too
@@ -223,10 +225,27 @@ TEST_CASE("scripts go as EVALSHA and a NOSCRIPT sends the EVAL that fills the ca
     REQUIRE(l.try_acquire().event.kind == lock_event_kind::acquired);
     CHECK(n.node(0).noscripts == 1);
     CHECK(n.node(0).evals == 1);
+    // The connection found the cache empty: the renew's text goes at once,
+    // with no NOSCRIPT first; then the renew is cached, and goes by digest.
+    REQUIRE(l.renew().event.kind == lock_event_kind::renewed);
+    CHECK(n.node(0).noscripts == 1);
+    CHECK(n.node(0).evals == 2);
+    REQUIRE(l.renew().event.kind == lock_event_kind::renewed);
+    CHECK(n.node(0).noscripts == 1);
+    CHECK(n.node(0).evals == 2);  // cached by the EVAL
+    CHECK(l.release().event.kind == lock_event_kind::released);
+    CHECK(n.node(0).noscripts == 1);
+    CHECK(n.node(0).evals == 3);
+    CHECK(c.node(0).error == node_error::none);
+    // A SCRIPT FLUSH under the connection: the next script's NOSCRIPT is
+    // answered by its text, and so is every other's first use after it.
+    REQUIRE(l.try_acquire().event.kind == lock_event_kind::acquired);
+    CHECK(n.node(0).evals == 3);     // the acquire is cached
+    n.node(0).script_cache.clear();  // SCRIPT FLUSH
     REQUIRE(l.renew().event.kind == lock_event_kind::renewed);
     CHECK(n.node(0).noscripts == 2);
-    REQUIRE(l.renew().event.kind == lock_event_kind::renewed);
-    CHECK(n.node(0).noscripts == 2);  // cached by the EVAL
+    CHECK(n.node(0).evals == 4);
     CHECK(l.release().event.kind == lock_event_kind::released);
-    CHECK(c.node(0).error == node_error::none);
+    CHECK(n.node(0).noscripts == 2);
+    CHECK(n.node(0).evals == 5);
 }

@@ -40,7 +40,11 @@ TEST_CASE("an acquire on a new connection goes with its set-up: the connect and 
     edgelock::client<1> c;
     edgelock_test::configure(c, urls, o);
     edgelock::client_lock l;
-    REQUIRE(l.attach(c, "jobs", edgelock_test::fast_lock_options()) == client_errc::ok);
+    // Rounds as long as the ttl allows: the round trip is well below an
+    // eighth of them, so scripts go by digest first.
+    edgelock::lock_options lo = edgelock_test::fast_lock_options();
+    lo.node_timeout = duration{};
+    REQUIRE(l.attach(c, "jobs", lo) == client_errc::ok);
     const instant start = n.now();
     const edgelock::op_result r = l.try_acquire();
     INFO(edgelock_test::what(r));
@@ -61,6 +65,38 @@ TEST_CASE("an acquire on a new connection goes with its set-up: the connect and 
     REQUIRE(l.release().event.kind == lock_event_kind::released);
     CHECK(round_trips(n, again) == 1.0);
     CHECK(n.node(0).noscripts == 1);
+}
+
+TEST_CASE("on a link slow for the round's time, a fresh connection's scripts go as their text",
+          "[client][sim][handshake]") {
+    sim::net n(602);
+    n.add_nodes(1);
+    fixed_round_trip(n);
+    node_urls urls(n);
+    edgelock::client<1> c;
+    edgelock_test::configure(c, urls);
+    edgelock::client_lock l;
+    // 50 ms a round: a round trip of 10 ms is more than an eighth of it, so
+    // a NOSCRIPT's extra round trip is not risked.
+    REQUIRE(l.attach(c, "jobs", edgelock_test::fast_lock_options()) == client_errc::ok);
+    REQUIRE(l.try_acquire().event.kind == lock_event_kind::acquired);
+    CHECK(c.node_stats(0).rtt_smoothed_us >= edgelock_test::fixed_rtt_us);
+    const instant held = n.now();
+    REQUIRE(l.release().event.kind == lock_event_kind::released);
+    CHECK(round_trips(n, held) == 1.0);
+    CHECK(n.node(0).noscripts == 0);
+    CHECK(n.node(0).evals == 1);
+    // Once run on the connection, a script goes by its digest.
+    REQUIRE(l.try_acquire().event.kind == lock_event_kind::acquired);
+    REQUIRE(l.release().event.kind == lock_event_kind::released);
+    CHECK(n.node(0).evals == 1);
+    CHECK(n.node(0).count_of("EVALSHA") == 1);
+    // A new connection may reach an emptied cache: its text again.
+    c.disconnect();
+    REQUIRE(l.try_acquire().event.kind == lock_event_kind::acquired);
+    REQUIRE(l.release().event.kind == lock_event_kind::released);
+    CHECK(n.node(0).evals == 2);
+    CHECK(n.node(0).noscripts == 0);
 }
 
 TEST_CASE("a set-up check refused behind an acquire undoes the acquire",

@@ -3,6 +3,7 @@
 // each lock counter against the lock's events.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -94,6 +95,46 @@ TEST_CASE("node stats: a 50 ms link times round trips at 50 ms", "[client][sim][
     CHECK(s.rtt_last_us <= 51000);
     CHECK(s.rtt_sum_us >= 50000 * s.rtt_count);
     CHECK(s.rtt_sum_us <= 51000 * s.rtt_count);
+    // Smoothed: the same, and little variation left (the first sample's
+    // half, shrunk by a quarter at each sample that matched).
+    CHECK(s.rtt_smoothed_us >= 50000);
+    CHECK(s.rtt_smoothed_us <= 51000);
+    CHECK(s.rtt_variation_us <= 25000 * 3 / 4 + 1000);
+}
+
+TEST_CASE("node stats: the smoothed round trip follows a link that slows down, as TCP's does",
+          "[client][sim][stats]") {
+    fixture f(904);
+    f.n.faults(0).latency_min_us = 10000;
+    f.n.faults(0).latency_max_us = 10000;
+    // Before any reply, the connect's round trip stands in.
+    REQUIRE(f.l.start_acquire(1, duration::seconds(1)) == client_errc::ok);
+    f.run(duration::millis(1));
+    CHECK(f.c.node_stats(0).rtt_count == 0);
+    f.run(duration::millis(500));
+    REQUIRE(f.log.count(lock_event_kind::acquired) == 1);
+    node_stats s = f.c.node_stats(0);
+    CHECK(s.rtt_smoothed_us >= 10000);
+    CHECK(s.rtt_smoothed_us <= 11000);
+    // The link gets ten times slower (the watchdog's renews time it): each
+    // sample moves the mean an eighth of the way, and the variation says
+    // how far it is off.
+    f.n.faults(0).latency_min_us = 100000;
+    f.n.faults(0).latency_max_us = 100000;
+    const std::uint64_t before = s.rtt_count;
+    const double s0 = static_cast<double>(s.rtt_smoothed_us);
+    f.run(duration::millis(800));
+    s = f.c.node_stats(0);
+    const std::uint64_t k = s.rtt_count - before;
+    REQUIRE(k >= 1);
+    REQUIRE(k <= 8);
+    CHECK(s.rtt_last_us >= 100000);
+    const double expected =
+        100000.0 - (100000.0 - s0) * std::pow(7.0 / 8.0, static_cast<double>(k));
+    INFO(k << " samples at 100 ms: " << s.rtt_smoothed_us << " us, expected " << expected);
+    CHECK(static_cast<double>(s.rtt_smoothed_us) >= expected - 2000.0);
+    CHECK(static_cast<double>(s.rtt_smoothed_us) <= expected + 2000.0);
+    CHECK(s.rtt_variation_us > 10000);
 }
 
 TEST_CASE("node stats: refused connects count as connect errors, each retry a reconnect",

@@ -138,6 +138,9 @@ struct connection {
     // at probe_sent to an idle connection (stats.rtt_*).
     bool probing = false;
     instant probe_sent;
+    // A NOSCRIPT came on this connection: the server's script cache is
+    // empty, and the locks' scripts go as EVAL (their text) from then on.
+    bool scripts_cold = false;
     reply_fifo<in_flight, EDGELOCK_CLIENT_PIPELINE> fifo;  // requests in flight
     tracked_names names;                // what the server tracks for this connection's waiters
     subscription sub;                   // RESP2 waiters are told through it
