@@ -205,14 +205,19 @@ void client_base::connection_deadlines(std::uint8_t n, instant now) noexcept {
             fail(n, node_error::resolve_timeout, 0, now);
             return;
         }
-        // Say which part ran out of time when it was the transport's own
-        // handshake: a TLS server that never finishes it.
+        // Say which part ran out of time: the transport's own handshake (a
+        // TLS server that never finishes it), or, connected, the set-up's
+        // replies or a sentinel's answer (a slow link's, or a server that
+        // accepts and says nothing).
         str_view during;
         if (c.io.phase() == stream_phase::opening) {
             during = c.io.failure_text(*transport_);
             if (during.empty()) {
                 during = transport_->secure() ? "TLS handshake" : "transport handshake";
             }
+        } else if (c.state == node_state::handshake) {
+            during =
+                c.where.asking() ? "no answer from the sentinel asked" : "no reply to the set-up";
         }
         fail(n, node_error::connect_timeout, 0, now, during);
     } else if (c.state == node_state::ready && !c.fifo.empty() &&

@@ -306,7 +306,7 @@ TEST_CASE(
     INFO(show(args, r));
     REQUIRE_FALSE(r.timed_out);
     CHECK(r.status == exit_unavailable);
-    CHECK(contains(r.err, "connect timed out"));
+    CHECK(contains(r.err, "connect timed out: no reply to the set-up"));
     // 16 round trips and 2 s, in whole seconds: 16 x 600 ms + 2 s = 11.6 s.
     CHECK(contains(r.err, "the link's round trip is about 6"));
     CHECK(contains(r.err, "at -t 2000 ms a try has 989 ms (half the ttl): use -t 12s or more"));

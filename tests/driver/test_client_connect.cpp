@@ -205,6 +205,9 @@ TEST_CASE("a connect that never completes costs a node_timeout, not the connect_
         CHECK(n.now() <= t0 + co.connect_timeout + duration::millis(1));
         CHECK(c.node(0).error == node_error::connect_timeout);
         CHECK(c.node(0).state == node_state::backoff);
+        // Which part ran out of time: connected, the set-up's replies.
+        const edgelock::str_view m = c.node(0).message;
+        CHECK(std::string(m.data, m.size) == "no reply to the set-up");
     }
 }
 
