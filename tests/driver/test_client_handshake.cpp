@@ -142,7 +142,7 @@ const setup_case cases[] = {
      node_error::connect_timeout, "", false},
     {"a set-up that is never answered",
      [](sim::net& n, edgelock::client_options&) { n.pause(1, duration::seconds(60)); }, "", "",
-     node_error::connect_timeout, "", false},
+     node_error::connect_timeout, "no reply to the set-up", false},
 };
 
 }  // namespace
