@@ -302,7 +302,6 @@ void client_base::queue_requests(std::uint8_t n, instant now) noexcept {
             if (sizeof c.tx - c.tx_size < ahead) {
                 return;
             }
-
             const lock_transmit t = l->machine_.poll_transmit(node, c.tx + c.tx_size + ahead,
                                                               sizeof c.tx - c.tx_size - ahead);
             if (t.error == lock_errc::buffer_too_small) {
